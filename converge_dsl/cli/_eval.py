@@ -152,7 +152,7 @@ def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, Ca
         ("--case-max-wall-s", args.case_max_wall_s),
         ("--concurrency", args.concurrency),  # 0 or fewer ran one case at a time, unsaid
     ):
-        if value is not None and value <= 0:
+        if value is not None and not value > 0:  # `not >`: nan set no cap, silently
             raise UsageError(
                 f"{option} must be above 0",
                 hint=f"give {option} a number above 0, or leave it out",
@@ -398,11 +398,46 @@ def _comparable(named: str, baseline: dict[str, Any], evaluation: EvalFile) -> N
 
 def _baseline(named: str) -> dict[str, Any]:
     data = json_file(Path(named), "baseline")
-    several = isinstance(data, dict) and isinstance(data.get("configurations"), list)
-    if not isinstance(data, dict) or not (several or isinstance(data.get("cases"), list)):
+    problem = _baseline_problem(data)
+    if problem is not None:
         raise UsageError(
-            f"baseline {named} is not an evaluation result",
+            f"baseline {named} is not an evaluation result: {problem}",
             hint="write one with `eval FILE --format json -o PATH`",
             code=codes.FILE_UNREADABLE,
         )
-    return data
+    return data  # type: ignore[no-any-return]
+
+
+def _baseline_problem(data: object) -> str | None:
+    """What keeps `data` from being an `eval --format json` result that `compare` can read
+    (at its JSON pointer), or None; a result edited by hand made `compare` raise."""
+    from converge_dsl._json_pointer import pointer
+
+    if not isinstance(data, dict):
+        return "it is not a JSON object"
+    several = data.get("configurations")
+    if isinstance(several, list):
+        parts: list[tuple[tuple[object, ...], object]] = [
+            (("configurations", number), part) for number, part in enumerate(several)
+        ]
+    elif "cases" in data:
+        parts = [((), data)]
+    else:
+        return "it has no `cases`"
+    for at, part in parts:
+        cases = part.get("cases") if isinstance(part, dict) else None
+        if not isinstance(cases, list):
+            return f"{pointer((*at, 'cases'))} is not a list"
+        for number, case in enumerate(cases):
+            where = (*at, "cases", number)
+            if not isinstance(case, dict) or not isinstance(case.get("name"), str):
+                return f"{pointer(where)} is not a case with a `name`"
+            scores = case.get("scores", {})
+            if not isinstance(scores, dict):
+                return f"{pointer((*where, 'scores'))} is not an object"
+            for metric, value in scores.items():
+                if value is not None and (
+                    isinstance(value, bool) or not isinstance(value, int | float)
+                ):
+                    return f"{pointer((*where, 'scores', metric))} is not a score (a number)"
+    return None

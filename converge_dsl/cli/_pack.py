@@ -221,11 +221,17 @@ def _list(args: argparse.Namespace, io: CommandIO) -> int:
         )
     repository = _repository(args.repository or args.repo)
     packs: list[dict[str, object]] = []
+    lines: list[str] = []
     for name in repository.names():
         index = repository.fetch_index(name)
-        live = [str(e.version) for e in (index.entries if index else ()) if not e.yanked]
+        entries = index.entries if index else ()
+        live = [str(e.version) for e in entries if not e.yanked]
         packs.append({"name": name, "latest": live[-1] if live else None})
-    text = "".join(f"{p['name']}  {p['latest'] or '(all yanked)'}\n" for p in packs)
+        lines.append(
+            f"{name}  {live[-1] if live else '(all yanked)' if entries else '(no version)'}\n"
+        )
+    # An empty listing printed nothing at all: a folder that is no repository looked fine.
+    text = "".join(lines) or f"repository {repository.id} lists no pack\n"
     emit(args, io, text, {"repository": repository.id, "packs": packs})
     return 0
 

@@ -7,7 +7,10 @@ stored and how long the call took, when it was last used, its size, and a
 digest (sha256 over format, key, request and value). `verify(row)` checks a row
 as it is read: a row of another format, with a digest that does not match
 (corrupt, truncated, copied under another key) or a value that is not JSON is
-a problem, never an answer.
+a problem, never an answer. A row edited by hand reads all the same: text that
+is not UTF-8 is read with replacement characters (so its digest fails), a time
+or size that is not a number as 0 and a format that is not one as -1 (a row of
+no format), never an exception that would hide every other row.
 
 `SqliteAnswerStore` keeps the rows in one SQLite file (stdlib `sqlite3`) in
 WAL mode, so several processes on one machine read and write the same file at
@@ -24,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import shlex
 import sqlite3
 import threading
@@ -40,6 +44,7 @@ from converge_dsl.models._answer_key import CACHE_FORMAT
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 BUSY_TIMEOUT_S = 30.0
 STORE_FILE = "answers.sqlite3"
+NO_FORMAT = -1  # the format of a stored row whose format column is not a number
 
 
 class CacheStoreError(ConvergeError):
@@ -64,6 +69,7 @@ _NOT_WRITABLE = (
     "folder with --cache-dir"
 )
 _HELD = "another process held the cache past the busy timeout: try again"
+_HELD_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 _FIXES = {
     sqlite3.SQLITE_READONLY: _NOT_WRITABLE,
     sqlite3.SQLITE_CANTOPEN: _NOT_WRITABLE,
@@ -107,6 +113,8 @@ def row_digest(row: CacheRow) -> str:
 
 def verify(row: CacheRow) -> str | None:
     """Why `row` cannot be trusted as an answer, or None when it can."""
+    if row.format == NO_FORMAT:
+        return "its format column holds no format number (the row was edited)"
     if row.format != CACHE_FORMAT:
         return f"it was written in cache format {row.format}, not {CACHE_FORMAT}"
     if row.digest != row_digest(row):
@@ -230,26 +238,43 @@ CREATE TABLE IF NOT EXISTS answers (
 CREATE INDEX IF NOT EXISTS answers_by_use ON answers (last_used);
 CREATE INDEX IF NOT EXISTS answers_by_suggestor ON answers (suggestor, last_used);
 """
+_TOTAL_SIZE = "SELECT COALESCE(SUM(CAST(size AS INTEGER)), 0) FROM answers"
 _COLUMNS = (
     "key, kind, identity, suggestor, request, value, created, duration_s, last_used, format, digest"
 )
 
 
 def _row(values: tuple[object, ...]) -> CacheRow:
+    """A stored row as a `CacheRow`, whatever a hand edit left in its columns (see the
+    module docstring)."""
     key, kind, identity, suggestor, request, value, created, duration, used, fmt, digest = values
     return CacheRow(
-        key=str(key),
-        kind=str(kind),
-        identity=str(identity),
-        suggestor=None if suggestor is None else str(suggestor),
-        request=str(request),
-        value=str(value),
-        created=float(created),  # type: ignore[arg-type]
-        duration_s=float(duration),  # type: ignore[arg-type]
-        last_used=float(used),  # type: ignore[arg-type]
-        format=int(fmt),  # type: ignore[call-overload]
-        digest=str(digest),
+        key=_text(key),
+        kind=_text(kind),
+        identity=_text(identity),
+        suggestor=None if suggestor is None else _text(suggestor),
+        request=_text(request),
+        value=_text(value),
+        created=_seconds(created),
+        duration_s=_seconds(duration),
+        last_used=_seconds(used),
+        format=fmt if type(fmt) is int else NO_FORMAT,
+        digest=_text(digest),
     )
+
+
+def _text(value: object) -> str:
+    """A column's value as text; bytes (SQLite's TEXT, as the connection's `text_factory`,
+    or a BLOB) that are not UTF-8 get replacement characters, so the row fails its digest
+    rather than failing the whole query."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _seconds(value: object) -> float:
+    """A REAL column's value; 0 for anything else (not a finite number)."""
+    if isinstance(value, int | float) and math.isfinite(value):
+        return float(value)
+    return 0.0
 
 
 class SqliteAnswerStore:
@@ -270,6 +295,7 @@ class SqliteAnswerStore:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             self._db = open_wal(self.path, BUSY_TIMEOUT_S)
+            self._db.text_factory = _text
         except (OSError, sqlite3.Error) as exc:
             if isinstance(exc, sqlite3.Error) and _primary(exc) in _DAMAGED:
                 raise self._damaged(f"{cannot}: {exc}") from None
@@ -320,13 +346,23 @@ class SqliteAnswerStore:
             raise CacheStoreError(message, hint=hint) from None
 
     def get(self, key: str, now: float) -> CacheRow | None:
+        """The row of `key`, marked used unless another process holds the write lock: WAL
+        reads past a writer, and waiting `BUSY_TIMEOUT_S` to mark the row would have lost
+        the answer (a miss, the model asked again) for a bookkeeping write."""
         with self._guard("reading"):
             found = self._db.execute(
                 f"SELECT {_COLUMNS} FROM answers WHERE key = ?", (key,)
             ).fetchone()
             if found is None:
                 return None
-            self._db.execute("UPDATE answers SET last_used = ? WHERE key = ?", (now, key))
+            self._db.execute("PRAGMA busy_timeout = 0")
+            try:
+                self._db.execute("UPDATE answers SET last_used = ? WHERE key = ?", (now, key))
+            except sqlite3.OperationalError as exc:
+                if _primary(exc) not in _HELD_CODES:
+                    raise
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         return _row(tuple(found))
 
     def put(self, row: CacheRow) -> None:
@@ -350,7 +386,7 @@ class SqliteAnswerStore:
                     sealed.size,
                 ),
             )
-            total = self._db.execute("SELECT COALESCE(SUM(size), 0) FROM answers").fetchone()[0]
+            total = self._db.execute(_TOTAL_SIZE).fetchone()[0]
         if int(total) > self.max_bytes:
             self.prune(self.max_bytes * 9 // 10)
 
@@ -379,12 +415,12 @@ class SqliteAnswerStore:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 removed = 0
-                total = self._db.execute("SELECT COALESCE(SUM(size), 0) FROM answers").fetchone()
+                total = self._db.execute(_TOTAL_SIZE).fetchone()
                 excess = int(total[0]) - max_bytes
                 if excess > 0:
                     doomed: list[str] = []
                     for key, size in self._db.execute(
-                        "SELECT key, size FROM answers ORDER BY last_used ASC"
+                        "SELECT key, CAST(size AS INTEGER) FROM answers ORDER BY last_used ASC"
                     ):
                         if excess <= 0:
                             break
@@ -407,7 +443,7 @@ class SqliteAnswerStore:
     def stats(self) -> StoreStats:
         with self._guard("counting"):
             count, size = self._db.execute(
-                "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM answers"
+                "SELECT COUNT(*), COALESCE(SUM(CAST(size AS INTEGER)), 0) FROM answers"
             ).fetchone()
             kinds = self._db.execute(
                 "SELECT kind, COUNT(*) FROM answers GROUP BY kind ORDER BY kind"

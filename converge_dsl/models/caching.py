@@ -9,17 +9,18 @@ that says who it is (`cache_identity()`: the HTTP adapters); a model that does
 not (scripted, replay, a test's fake) answers locally and deterministically,
 and is returned as it is: caching it would only hide an edit of its script.
 
-A hit returns the stored `ModelReturn` exactly as the wrapped model returned
-it (its text replayed as one increment to a streaming caller) and marks the
-call's `CALL_NOTE` as cached: the traced call says `cached`. A cached answer
-counts toward no budget: the metered call asks `cached_answer(req)` before it
-reserves anything and, on a hit, makes the call unreserved; the cache then
-answers it from that look-up (`CACHE_PROBE`), and a miss is not looked up twice. A
-row that fails its check (`answer_store.verify`) or a store that cannot be
-read is a miss and a warning (CD974), never an answer. An offline miss is a
-`CacheMiss` (CD973) naming the suggestor, with a diff against the nearest
-cached request of the same suggestor. Two processes missing the same key at
-once both call the model; the later write replaces the earlier row.
+A hit returns the stored `ModelReturn` exactly as the wrapped model returned it
+(its text replayed as one increment to a streaming caller) and marks the call's
+`CALL_NOTE` as cached: the traced call says `cached`. A cached answer counts
+toward no budget: the metered call asks `cached_answer(req)` before it reserves
+anything and, on a hit, makes the call unreserved; the cache then answers it
+from that look-up (`CACHE_PROBE`), and a miss is not looked up twice. A row that
+fails its check (`answer_store.verify`) or a store that cannot be read is a miss
+and a warning (CD974), never an answer; a store that failed to store an answer
+stores no more of the run's (one warning, not one wait a call). An offline miss
+is a `CacheMiss` (CD973) naming the suggestor, with a diff against the nearest
+cached request of the same suggestor. Two processes missing the same key at once
+both call the model; the later write replaces the earlier row.
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ class AnswerCache:
         self._warn = warn
         self._wall = wall
         self._lock = threading.Lock()
+        self._saving_failed = False
         self.records: list[CallRecord] = []
 
     @property
@@ -164,13 +166,19 @@ class AnswerCache:
         return row
 
     def save(self, row: CacheRow) -> None:
-        if self.mode != "read-write":
+        """Store `row`; after the store failed once (held past its busy timeout, a full
+        disk, a read-only file), this run stores nothing more: each later call would wait
+        and fail alike."""
+        if self.mode != "read-write" or self._saving_failed:
             return
         try:
             with self._lock:
                 self.store.put(row)
         except CacheStoreError as exc:
-            self.warn(f"{exc.coded_message}; the answer was not cached")
+            self._saving_failed = True
+            self.warn(
+                f"{exc.coded_message}; the answer was not cached, nor will this run's later ones"
+            )
 
     def record(self, record: CallRecord) -> None:
         with self._lock:
@@ -184,14 +192,16 @@ class AnswerCache:
         kind: str = MODEL_KIND,
     ) -> str:
         """Why `request` missed, against the most alike cached request (of `kind`) of
-        `suggestor`."""
+        `suggestor`; rows that fail their check are no candidates (their JSON may not read)."""
         try:
             with self._lock:
-                rows = self.store.rows(suggestor=suggestor, kind=kind)[:50]
+                found = self.store.rows(suggestor=suggestor, kind=kind)[:50]
         except CacheStoreError as exc:
             return f"the cache could not be read ({exc.coded_message})"
+        rows = [row for row in found if verify(row) is None]
         if not rows:
-            return f"nothing is cached for suggestor {suggestor!r}"
+            failing = f" ({len(found)} cached entries fail their check)" if found else ""
+            return f"nothing is cached for suggestor {suggestor!r}{failing}"
         wanted = canonical_json(request)
         best = max(
             rows,

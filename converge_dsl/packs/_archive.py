@@ -9,17 +9,18 @@ sha256 digest. Links, FIFOs and devices in the folder are refused.
 `unpack(archive, destination)` reads and checks *every* member before writing
 anything: it refuses (`PackRefused`, CD320, naming the archive) data that is
 not a gzip-compressed tar or ends early, absolute paths, `..` components,
-links, devices, duplicate names and names deeper or longer than a file system
-makes (`MAX_DEPTH`, `MAX_NAME_BYTES`, `MAX_PART_BYTES`). Sizes are counted
-from the decompressed stream, never taken from headers (docs/architecture.md
-§10): the gzip stream is inflated in bounded chunks and refused
-(`PackRefused`, CD560) as soon as the real bytes pass `expanded_cap()` (the
-member data cap `MAX_TOTAL_BYTES` plus `HEADER_ALLOWANCE` per allowed member,
-which bounds tar and pax headers too, and two tar records of end padding), a
-member's real data passes `MAX_MEMBER_BYTES`, or the archive holds more
-than `MAX_MEMBERS` members. A 3 GiB pax header of zeros is therefore refused
-after about `expanded_cap()` bytes of work. Callers verify the digest first.
-The caps are module constants read at call time (tests shrink them).
+links, devices, a file with no name (`''`, `.`: the folder itself), duplicate
+names and names deeper or longer than a file system makes (`MAX_DEPTH`,
+`MAX_NAME_BYTES`, `MAX_PART_BYTES`). Sizes are counted from the decompressed
+stream, never taken from headers (docs/architecture.md §10): the gzip stream is
+inflated in bounded chunks and refused (`PackRefused`, CD560) as soon as the
+real bytes pass `expanded_cap()` (the member data cap `MAX_TOTAL_BYTES` plus
+`HEADER_ALLOWANCE` per allowed member, which bounds tar and pax headers too,
+and two tar records of end padding), a member's real data passes
+`MAX_MEMBER_BYTES`, or the archive holds more than `MAX_MEMBERS` members. A 3
+GiB pax header of zeros is therefore refused after about `expanded_cap()` bytes
+of work. Callers verify the digest first. The caps are module constants read at
+call time (tests shrink them).
 
 `matches(archive, folder)` proves that an unpacked folder still holds exactly
 the archive's files and folders, byte for byte (no file added, removed,
@@ -220,6 +221,8 @@ def _check_member(member: tarfile.TarInfo, seen: set[str], where: str) -> str:
         raise _refused(where, f"member {name!r} escapes the pack folder ('..')")
     if member.issym() or member.islnk():
         raise _refused(where, f"member {name!r} is a link; links are refused")
+    if not pure.parts and not member.isdir():  # '' or '.': the pack folder itself
+        raise _refused(where, f"member {name!r} has no name, yet is no folder")
     _check_name_size(name, pure, where)
     if not (member.isfile() or member.isdir()):
         raise _refused(where, f"member {name!r} is not a regular file or folder")

@@ -18,8 +18,10 @@
   in the repository's `redirect_hosts`, and https never redirects to http.
 
 Refusals are `PackRefused` (CD562 too large, CD563 too slow, CD564 redirect)
-naming the URL and the repository. The caps are module constants (tests and
-the repository declaration may pass smaller ones).
+naming the URL and the repository; a server silent for the read timeout
+(`READ_TIMEOUT_S`) is too slow too, and said so rather than the deadline. The
+caps are module constants (tests and the repository declaration may pass
+smaller ones).
 """
 
 from __future__ import annotations
@@ -105,6 +107,16 @@ def _slow(url: str, repository: str, deadline_s: float) -> PackRefused:
         f"GET {url}: no complete answer within {deadline_s:g} s, redirects included "
         f"(repository {repository})",
         hint="the repository is too slow or stalled; retry later",
+    )
+
+
+def _silent(url: str, repository: str, read_s: float) -> PackRefused:
+    """The server sent nothing for `read_s` seconds, well before the whole deadline (the
+    message named the deadline, a time that had not passed)."""
+    return PackRefused(
+        REPOSITORY_TOO_SLOW,
+        f"GET {url}: the server sent nothing for {read_s:g} s (repository {repository})",
+        hint="the repository is stalled or overloaded; retry later",
     )
 
 
@@ -229,7 +241,9 @@ def _one_request(
                 )
             return _body(response, url, cap, repository)
     except httpx.TimeoutException:
-        raise _slow(url, repository, deadline_s) from None
+        if watchdog.fired or read_s >= remaining:
+            raise _slow(url, repository, deadline_s) from None
+        raise _silent(url, repository, read_s) from None
     except httpx.InvalidURL as exc:  # not an HTTPError: a bad url or a hostile Location
         raise PackRefused(
             REPOSITORY_UNREACHABLE,

@@ -9,12 +9,15 @@ no-op when the archive digest is the same and an error when it differs.
 signed the entry (`signed`), so `pack publish` prints "(signed)" only then, and
 warns (CD575) when a `--sign-key` it was given went unused.
 Files are written atomically (`write_atomic`), the archive before the index,
-so a reader never sees an index entry whose archive is missing.
+so a reader never sees an index entry whose archive is missing; one publish or
+yank writes a repository at a time (a `flock` on its folder, as `lock` holds).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +37,7 @@ from converge_dsl.packs._index import (
     archive_path,
     index_path,
 )
+from converge_dsl.packs._lockfile import exclusive
 from converge_dsl.packs._manifest import load_pack, parse_version
 from converge_dsl.packs._repository import FolderRepository
 from converge_dsl.packs._signing import sign
@@ -101,38 +105,60 @@ def publish(
     archive = build_archive(pack_dir)
     digest = sha256_hex(archive)
     repository = FolderRepository(repo_root, must_exist=False)
-    index = repository.fetch_index(pack.name) or PackIndex(pack.name, ())
-    existing = index.entry(pack.version)
-    if existing is not None:
-        if existing.sha256 == digest:
-            return Published(pack.name, existing, False, False, sign_key is not None)
-        raise PackRefused(
-            codes.PUBLISH_VERSION_EXISTS,
-            f"{pack.name} {pack.version} is already published with a different digest",
-            hint="published versions are immutable: bump the version in pack.yaml",
+    with _writing(repo_root):
+        index = repository.fetch_index(pack.name) or PackIndex(pack.name, ())
+        existing = index.entry(pack.version)
+        if existing is not None:
+            if existing.sha256 == digest:
+                return Published(pack.name, existing, False, False, sign_key is not None)
+            raise PackRefused(
+                codes.PUBLISH_VERSION_EXISTS,
+                f"{pack.name} {pack.version} is already published with a different digest",
+                hint="published versions are immutable: bump the version in pack.yaml",
+            )
+        version = str(pack.version)
+        entry = IndexEntry(
+            version=pack.version,
+            sha256=digest,
+            published=published or _now(),
+            requires_converge=pack.requires_converge,
+            requires_packs=pack.requires_packs,
+            signature=sign(sign_key, pack.name, version, digest) if sign_key else None,
         )
-    version = str(pack.version)
-    entry = IndexEntry(
-        version=pack.version,
-        sha256=digest,
-        published=published or _now(),
-        requires_converge=pack.requires_converge,
-        requires_packs=pack.requires_packs,
-        signature=sign(sign_key, pack.name, version, digest) if sign_key else None,
-    )
-    write_atomic(repo_root / archive_path(pack.name, version), archive)
-    write_atomic(repo_root / index_path(pack.name), index.with_entry(entry).to_bytes())
-    names = set(repository.names()) | {pack.name}
-    write_atomic(repo_root / NAMES_FILE, (json.dumps(sorted(names)) + "\n").encode())
-    return Published(pack.name, entry, True, entry.signature is not None, sign_key is not None)
+        write_atomic(repo_root / archive_path(pack.name, version), archive)
+        write_atomic(repo_root / index_path(pack.name), index.with_entry(entry).to_bytes())
+        names = set(repository.names()) | {pack.name}
+        write_atomic(repo_root / NAMES_FILE, (json.dumps(sorted(names)) + "\n").encode())
+        return Published(pack.name, entry, True, entry.signature is not None, sign_key is not None)
+
+
+@contextlib.contextmanager
+def _writing(repo_root: Path) -> Iterator[None]:
+    """One writer of a folder repository at a time (`_lockfile.exclusive` on its folder):
+    `publish` and `yank` read an index and the names file and write them whole, so two at
+    once kept only the last one's (a version another had published was gone from the
+    index)."""
+    if repo_root.exists() and not repo_root.is_dir():
+        raise PackRefused(
+            codes.REPOSITORY_NOT_FOUND,
+            f"repository {repo_root.as_posix()} is a file, not a folder",
+            hint="give --repo a folder (pack publish makes it when it is not there)",
+        )
+    with exclusive(repo_root / NAMES_FILE):
+        yield
 
 
 def yank(repo_root: Path, name: str, version: str, *, yanked: bool = True) -> None:
     """Mark a version yanked (or not): resolution skips it unless a lock pins it."""
     parsed: Version | None = parse_version(version)
-    index = FolderRepository(repo_root).fetch_index(name)
-    if index is None or parsed is None:
-        raise PackRefused(
-            codes.PACK_VERSION_UNKNOWN, f"{name} {version} is not published in {repo_root.name}"
-        )
-    write_atomic(repo_root / index_path(name), index.with_yanked(parsed, yanked).to_bytes())
+    repository = FolderRepository(repo_root)
+    if not repo_root.is_dir():
+        repository.fetch_index(name)  # raises: the repository does not exist (not made here)
+    with _writing(repo_root):
+        index = repository.fetch_index(name)
+        if index is None or parsed is None:
+            raise PackRefused(
+                codes.PACK_VERSION_UNKNOWN,
+                f"{name} {version} is not published in {repo_root.name}",
+            )
+        write_atomic(repo_root / index_path(name), index.with_yanked(parsed, yanked).to_bytes())

@@ -193,6 +193,7 @@ class HttpRepository(_FileRepository):
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__()
+        _check_base_url(base_url)
         self.base_url = base_url.rstrip("/") + "/"
         self.id = f"url:{base_url.rstrip('/')}"
         self.trusted_keys = tuple(trusted_keys)
@@ -214,6 +215,26 @@ class HttpRepository(_FileRepository):
             read_timeout_s=self.timeout_s,
             redirect_hosts=self.redirect_hosts,
             monotonic=self._monotonic,
+        )
+
+
+def _check_base_url(base_url: str) -> None:
+    """Refuse a base url with a query or a fragment: each file is asked at the base url
+    with its path appended, so such a url asked for other files (a repository that
+    listed no pack, or any answer the server gave)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:
+        return  # the request says it is not a valid URL
+    if parts.query or parts.fragment:
+        cut = base_url[len(parts._replace(query="", fragment="").geturl()) :]
+        raise PackRefused(
+            codes.REPOSITORY_UNREACHABLE,
+            f"repository url {base_url!r} has a query or fragment ({cut!r}): pack files are "
+            "asked for under its path, which it would cut",
+            hint="a repository url is http(s)://HOST[:PORT]/PATH, without '?' or '#'",
         )
 
 

@@ -31,13 +31,15 @@ def statement(name: str, version: str, sha256: str) -> bytes:
     return f"converge-dsl-pack-v1\n{name}\n{version}\n{sha256}".encode()
 
 
-def _decode(text: str, what: str, code: str = codes.SIGNING_KEY_MALFORMED) -> bytes:
+def _decode(
+    text: str, what: str, code: str = codes.SIGNING_KEY_MALFORMED, hint: str | None = None
+) -> bytes:
     if not text.startswith(_PREFIX):
-        raise PackRefused(code, f"{what} must start with {_PREFIX!r}")
+        raise PackRefused(code, f"{what} must start with {_PREFIX!r}", hint=hint)
     try:
         raw = base64.b64decode(text[len(_PREFIX) :], validate=True)
     except (binascii.Error, ValueError):
-        raise PackRefused(code, f"{what} is not valid base64") from None
+        raise PackRefused(code, f"{what} is not valid base64", hint=hint) from None
     return raw
 
 
@@ -120,13 +122,21 @@ def verify(
         )
     from cryptography.exceptions import InvalidSignature
 
+    # A malformed or wrong signature named neither the pack nor what to do.
+    altered = "ask the repository owner to publish it again; install nothing from it meanwhile"
     try:
         load_public_key(signer).verify(
-            _decode(record.get("signature", ""), "signature", codes.PACK_NOT_INSTALLABLE),
+            _decode(
+                record.get("signature", ""),
+                f"the signature of {where}",
+                codes.PACK_NOT_INSTALLABLE,
+                altered,
+            ),
             statement(name, version, sha256),
         )
     except InvalidSignature:
         raise PackRefused(
             codes.PACK_NOT_INSTALLABLE,
             f"bad signature on {where}: the archive or its index entry was altered",
+            hint=altered,
         ) from None

@@ -4,11 +4,11 @@
 JSONL nor CSV, or not there); `read_cases` reads each line or row into an
 `EvalCase`, each one that is not a case a located problem (CD801, at its line):
 not JSON, nested deeper than `--cases` reads, not an object of `name`, `inputs`
-and `expected`, a CSV row of more or fewer cells than the header or a cell
-longer than csv reads, two cases of one name. A JSONL line is `{"name": ...,
-"inputs": {...}, "expected": {...}}` (`name` optional: `case-N`); a CSV file's
-columns are `name`, `input.X` and `expected.X`, each cell read as JSON when it
-parses and as text otherwise.
+and `expected`, a CSV header naming a column twice, a row of more or fewer cells
+than the header or a cell longer than csv reads, two cases of one name. A JSONL
+line is `{"name": ..., "inputs": {...}, "expected": {...}}` (`name` optional:
+`case-N`); a CSV file's columns are `name`, `input.X` and `expected.X`, each
+cell read as JSON when it parses and as text otherwise.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from converge_dsl._json_types import MAX_INPUT_DEPTH, JsonObject, JsonValue, nes
 from converge_dsl.diagnostics import Diagnostic, Severity
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ._spec import _Reader
 
 
@@ -138,13 +140,19 @@ def _jsonl_rows(text: str) -> list[tuple[int, object]]:
 
 
 def _csv_rows(text: str) -> list[tuple[int, object]]:
-    reader = csv.DictReader(io.StringIO(text))
+    # strict: a quoted cell never closed was read to the end of the file as one cell
+    reader = csv.DictReader(io.StringIO(text), strict=True)
     rows: list[tuple[int, object]] = []
     try:
+        twice = _repeated(reader.fieldnames or ())
+        if twice is not None:  # the row's dict keeps the last cell of the two, silently
+            return [(1, f"the header names column {twice!r} twice")]
         for row in reader:
             rows.append((reader.line_num, _csv_case(row)))
     except csv.Error as exc:  # a cell over csv's field limit: it reads no further
         unread = f"the CSV cannot be read from here: {exc}"
+        if "end of data" in str(exc):
+            unread += " (a quoted cell is never closed)"
         if "field limit" in str(exc):
             unread = (
                 f"a cell is longer than {csv.field_size_limit():,} characters, the most a "
@@ -152,6 +160,16 @@ def _csv_rows(text: str) -> list[tuple[int, object]]:
             )
         rows.append((reader.reader.line_num, unread))
     return rows
+
+
+def _repeated(columns: Sequence[str]) -> str | None:
+    """The first column the header names a second time (as a JSONL line's key: refused)."""
+    seen: set[str] = set()
+    for column in columns:
+        if column in seen:
+            return column
+        seen.add(column)
+    return None
 
 
 def _csv_case(row: dict[Any, Any]) -> object:

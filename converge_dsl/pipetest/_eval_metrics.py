@@ -16,6 +16,7 @@ import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl._json_pointer import unescape
@@ -63,8 +64,22 @@ def score(
         return float(found == expected)
     if kind == "subset":
         return float(is_subset(expected, found))
-    tolerance = float(str(spec["tolerance"]))
-    return float(_is_number(found) and _is_number(expected) and abs(found - expected) <= tolerance)  # type: ignore[operator]
+    if not (_is_number(found) and _is_number(expected)):
+        return 0.0
+    return float(within(found, expected, float(str(spec["tolerance"]))))  # type: ignore[arg-type]
+
+
+def within(found: float, expected: float, tolerance: float) -> bool:
+    """Whether `found` is within `tolerance` of `expected`. JSON numbers may be integers too
+    large for a float: those are compared exactly (a float difference raised OverflowError)."""
+    try:
+        return abs(found - expected) <= tolerance
+    except OverflowError:
+        if isinstance(tolerance, float) and math.isinf(tolerance):
+            return True
+        if not all(math.isfinite(v) for v in (found, expected) if isinstance(v, float)):
+            return False  # an integer is never within a finite tolerance of an infinity
+        return abs(Fraction(found) - Fraction(expected)) <= Fraction(tolerance)
 
 
 def field_values(result: Mapping[str, Any], key: str, pointer: str) -> list[JsonValue]:

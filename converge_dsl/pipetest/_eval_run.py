@@ -228,11 +228,15 @@ def _case_json(case: CaseScores) -> JsonObject:
 _DIAGNOSTIC_FIELDS = ("code", "message", "file", "line", "column", "hint", "suggestor", "cycle")
 
 
+_FAILED_RUNS = ("error", "invalid", "usage_error")  # the run-result's stop reasons of a failure
+
+
 def _run_error(body: Mapping[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
-    """Why a case's run stopped with `error`, from its first error diagnostic: that
-    diagnostic located on one line, and its fields that are given (None, None for a run
-    that stopped for another reason; a text and None for one without such a diagnostic)."""
-    if body.get("stop_reason") != "error":
+    """Why a case's run stopped with `error` (or never started: `invalid`, `usage_error`,
+    which an evaluation passed silently), from its first error diagnostic: that diagnostic
+    located on one line, and its fields that are given (None, None for a run that stopped
+    for another reason; a text and None for one without such a diagnostic)."""
+    if body.get("stop_reason") not in _FAILED_RUNS:
         return None, None
     for each in body.get("diagnostics") or ():
         if isinstance(each, Mapping) and each.get("severity") == "error":

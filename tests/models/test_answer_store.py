@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from converge_dsl.models import answer_store
 from converge_dsl.models.answer_store import (
     STORE_FILE,
     AnswerStore,
@@ -111,6 +112,56 @@ def test_rows_changed_behind_the_stores_back_fail_their_check(tmp_path: Path) ->
     assert verify(k1) is not None
     assert k2 is not None
     assert verify(k2) is not None
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        ("created = 'abc', duration_s = X'00', size = 'big'", None),
+        ("format = 'x'", "its format column holds no format number"),
+        ("value = CAST(X'FF41' AS TEXT)", "its digest does not match"),
+        ("value = X'7B7D'", "its digest does not match"),
+    ],
+)
+def test_a_row_edited_by_hand_reads_and_the_others_with_it(
+    tmp_path: Path, edit: str, problem: str | None
+) -> None:
+    """A column of another type, or text that is not UTF-8, failed every read of the
+    cache (a ValueError traceback, or CD975 for the whole listing)."""
+    store = SqliteAnswerStore(tmp_path)
+    store.put(row("k1", used=1.0))
+    store.put(row("k2", used=2.0))
+    with sqlite3.connect(tmp_path / STORE_FILE) as db:
+        db.execute(f"UPDATE answers SET {edit} WHERE key = 'k1'")
+    assert [r.key for r in store.rows()] == ["k2", "k1"]
+    edited = store.get("k1", 3.0)
+    assert edited is not None
+    assert (verify(edited) or "").startswith(problem or "")
+    assert (verify(edited) is None) == (problem is None)
+    assert store.stats().entries == 2
+    assert store.prune(0) + store.clear() == 2  # a size that is no number counts as 0
+
+
+def test_a_row_reads_while_another_process_holds_the_write_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Marking the row used waited the busy timeout, then failed the read: the answer was
+    # lost (the model asked again) after 30 s for each call.
+    monkeypatch.setattr(answer_store, "BUSY_TIMEOUT_S", 0.2)
+    store = SqliteAnswerStore(tmp_path)
+    store.put(row("k1", used=1.0))
+    holder = sqlite3.connect(tmp_path / STORE_FILE, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        found = store.get("k1", 5.0)
+        assert found is not None
+        assert verify(found) is None
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert store.rows()[0].last_used == 1.0  # not marked used while the lock was held
+    store.get("k1", 6.0)
+    assert store.rows()[0].last_used == 6.0
 
 
 def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:

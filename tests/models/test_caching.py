@@ -326,6 +326,22 @@ def test_an_offline_miss_with_nothing_cached_for_the_suggestor_says_so() -> None
     assert "nothing is cached for suggestor 'ask'" in caught.value.message
 
 
+def test_an_offline_miss_passes_over_cached_entries_that_fail_their_check() -> None:
+    # The nearest row's request was read as JSON unchecked: a run failed with CD912
+    # "suggestor raised JSONDecodeError" instead of the offline miss.
+    store = MemoryAnswerStore()
+    online, _ = cache(store)
+    asyncio.run(online.wrap("remote", Counting()).call(request("summarise the tea market")))
+    (stored,) = store.data.values()
+    store.data[stored.key] = dataclasses.replace(stored, request="not json")
+    offline, _ = cache(store, mode="read-only", offline=True)
+    with pytest.raises(CacheMiss) as caught:
+        asyncio.run(offline.wrap("remote", Counting()).call(request("summarise the coffee market")))
+    assert "nothing is cached for suggestor 'ask' (1 cached entries fail their check)" in (
+        caught.value.message
+    )
+
+
 def test_a_failing_store_is_a_warning_that_names_its_own_code() -> None:
     # It read `warning[CD974]: answer cache: ... failed while reading`, the store's
     # CD975 gone once codes left error messages.
@@ -340,4 +356,27 @@ def test_a_failing_store_is_a_warning_that_names_its_own_code() -> None:
     assert warnings == [
         "warning[CD974]: CD975: answer cache: the store failed while reading: disk I/O error; "
         "the call is made as if nothing were cached"
+    ]
+
+
+def test_a_store_that_failed_to_store_an_answer_is_not_asked_again_in_the_run() -> None:
+    # Each later answer waited the store's 30 s busy timeout and warned again: a run of
+    # many calls against a cache another process held took 30 s a call.
+    from converge_dsl.models.answer_store import CacheStoreError
+
+    class Held(MemoryAnswerStore):
+        puts = 0
+
+        def put(self, row: CacheRow) -> None:
+            Held.puts += 1
+            raise CacheStoreError("answer cache: 'x' failed while writing: database is locked")
+
+    answers, warnings = cache(Held())
+    model = answers.wrap("remote", Counting())
+    for text in ("one", "two", "three"):
+        asyncio.run(model.call(request(text)))
+    assert Held.puts == 1
+    assert warnings == [
+        "warning[CD974]: CD975: answer cache: 'x' failed while writing: database is locked; "
+        "the answer was not cached, nor will this run's later ones"
     ]

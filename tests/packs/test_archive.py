@@ -105,6 +105,9 @@ def _oversize() -> tuple[tarfile.TarInfo, bytes]:
         (_file("a/" * 2000 + "f"), "2001 folders deep, over 32"),
         (_file("a/" * 31 + "f" * 1000), "a name over 1024 bytes"),
         (_file("f" * 256), "a name part over 255 bytes"),
+        # A file named '' or '.' (the folder itself) was CD361 "cannot use '...': File exists".
+        (_file(""), "member '' has no name, yet is no folder"),
+        (_file("."), "member '.' has no name, yet is no folder"),
     ],
 )
 def test_unsafe_members_are_refused_and_nothing_is_unpacked(

@@ -91,6 +91,18 @@ def test_builtin_repository_serves_the_shipped_packs() -> None:
     assert "strategy  1.0.0" in out
 
 
+def test_pack_list_says_when_a_folder_lists_no_pack_or_a_pack_no_version(
+    tmp_path: Path,
+) -> None:
+    # Both printed nothing, or "(all yanked)" for a pack with no version at all.
+    code, out, _ = _cli("pack", "list", "--repo", str(tmp_path))
+    assert (code, out) == (0, f"repository path:{tmp_path.as_posix()} lists no pack\n")
+    (tmp_path / "names.json").write_text('["alpha"]')
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / "alpha.json").write_text('{"name": "alpha", "versions": []}')
+    assert _cli("pack", "list", "--repo", str(tmp_path))[1] == "alpha  (no version)\n"
+
+
 def test_keygen_into_a_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
     code, _, err = _cli("pack", "keygen", str(tmp_path / "nodir" / "k"))
     assert code == 3

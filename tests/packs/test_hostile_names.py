@@ -79,3 +79,13 @@ def test_an_http_url_with_control_characters_is_an_error_not_a_traceback() -> No
     with pytest.raises(PackError, match="not a valid URL") as caught:
         repository.fetch_index("alpha")
     assert "\x1b" not in str(caught.value)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9/repo/?token=1", "http://127.0.0.1:9/repo#top"])
+def test_an_http_url_with_a_query_or_fragment_is_refused_before_any_request(url: str) -> None:
+    # Each file was asked at the url with its path appended after the query or
+    # fragment: the repository's own files were never asked for, and `pack list`
+    # printed nothing (exit 0).
+    with pytest.raises(PackError, match="has a query or fragment") as caught:
+        HttpRepository(url)
+    assert caught.value.code == "CD327"

@@ -53,6 +53,9 @@ class _Hostile(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             time.sleep(0.05)
 
+    def _silent(self, rest: str) -> None:
+        _STOP.wait(10)  # answers nothing until the test ends
+
     def _slow_redirect(self, rest: str) -> None:
         time.sleep(0.3)
         self._redirect(f"/slow-redirect/{rest}")
@@ -126,6 +129,19 @@ def test_header_drip_is_cut_at_the_total_deadline(hostile: str) -> None:
     assert refused.message == (
         f"GET {hostile}/drip-headers/index/alpha.json: no complete answer within 0.5 s, "
         f"redirects included (repository {hostile}/drip-headers/)"
+    )
+
+
+def test_a_silent_server_is_named_silent_not_past_the_deadline(hostile: str) -> None:
+    # A server that answered nothing gave up at the 30 s read timeout saying "no complete
+    # answer within 60 s", a time that had not passed.
+    refused, _ = _refusal(
+        HttpRepository(f"{hostile}/silent", deadline_s=5, timeout_s=0.3),
+        codes.REPOSITORY_TOO_SLOW,
+    )
+    assert refused.message == (
+        f"GET {hostile}/silent/index/alpha.json: the server sent nothing for 0.3 s "
+        f"(repository {hostile}/silent/)"
     )
 
 

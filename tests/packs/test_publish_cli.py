@@ -1,8 +1,12 @@
-"""`pack publish` says "(signed)" only when it signed, and "nothing changed" on a re-publish."""
+"""`pack publish` says "(signed)" only when it signed, and "nothing changed" on a re-publish;
+publishes into one repository at once keep every version."""
 
 from __future__ import annotations
 
 import io
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 from converge_dsl.cli import run
@@ -75,3 +79,27 @@ def test_published_as_json(tmp_path: Path) -> None:
         "signed": False,
     }
     assert again.as_json() == {**first.as_json(), "created": False}
+
+
+def test_publishes_into_one_repository_at_once_keep_every_version(tmp_path: Path) -> None:
+    # Each read the index, added its version and wrote the index whole: of eight
+    # publishes at once, each said "published", and the index kept two of the versions.
+    versions = [f"1.{n}.0" for n in range(6)]
+    packs = [make_pack(tmp_path, "alpha", version) for version in versions]
+    repo = tmp_path / "repo"
+    command = [sys.executable, "-m", "converge_dsl", "pack", "publish"]
+    running = [
+        subprocess.Popen([*command, str(pack), "--repo", str(repo)], stdout=subprocess.DEVNULL)
+        for pack in packs
+    ]
+    assert [process.wait(timeout=120) for process in running] == [0] * len(versions)
+    index = json.loads((repo / "index" / "alpha.json").read_text(encoding="utf-8"))
+    assert sorted(entry["version"] for entry in index["versions"]) == versions
+    assert all((repo / "archives" / "alpha" / f"alpha-{v}.tar.gz").is_file() for v in versions)
+
+
+def test_publish_into_a_file_names_the_repository(tmp_path: Path) -> None:
+    (tmp_path / "repo").write_text("")
+    code, out, err = _publish(tmp_path, "1.0.0")
+    assert (code, out) == (1, "")
+    assert err.startswith(f"error[CD325]: repository {(tmp_path / 'repo').as_posix()} is a file")

@@ -125,6 +125,29 @@ def test_bad_signature_is_refused_and_nothing_unpacked(tmp_path: Path) -> None:
     assert not cache.root.exists()
 
 
+@pytest.mark.parametrize(
+    ("signature", "said"),
+    [
+        ("ed25519:!!!", "the signature of alpha 1.0.0 is not valid base64"),
+        ("AAAA", "the signature of alpha 1.0.0 must start with 'ed25519:'"),
+    ],
+)
+def test_a_malformed_signature_names_the_pack_and_what_to_do(
+    tmp_path: Path, signature: str, said: str
+) -> None:
+    # It read "signature is not valid base64", naming no pack, with no hint.
+    private, public = generate_key()
+    repo = _published(tmp_path, sign_key=private)
+    index_file = repo / index_path("alpha")
+    index = json.loads(index_file.read_text())
+    index["versions"][0]["signature"]["signature"] = signature
+    index_file.write_text(json.dumps(index))
+    with pytest.raises(PackError) as caught:
+        lock_pipeline(_signed_pipeline(tmp_path, public), cache=PackCache(tmp_path / "cache"))
+    assert (caught.value.code, caught.value.message) == ("CD502", said)
+    assert (caught.value.hint or "").startswith("ask the repository owner to publish it again")
+
+
 def test_unsigned_or_untrusted_packs_are_refused_when_keys_are_trusted(tmp_path: Path) -> None:
     _, public = generate_key()
     _published(tmp_path)

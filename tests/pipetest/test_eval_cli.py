@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from .conftest import DATA, cli
 
 EVAL = DATA / "eval"
@@ -55,6 +57,35 @@ def test_a_baseline_that_is_not_a_result_is_a_usage_error(tmp_path: Path) -> Non
     code, _, err = cli("eval", EVAL / "classify.eval.yaml", "--baseline", bad)
     assert code == 3
     assert "is not an evaluation result" in err
+
+
+@pytest.mark.parametrize(
+    ("document", "said"),
+    [
+        (
+            '{"cases": [{"name": "vat-number", "scores": {"category": "high"}}]}',
+            "/cases/0/scores/category is not a score",
+        ),
+        (
+            '{"cases": [{"name": "vat-number", "scores": {"category": true}}]}',
+            "/cases/0/scores/category is not a score",
+        ),
+        ('{"cases": ["vat-number"]}', "/cases/0 is not a case with a `name`"),
+        ('{"cases": [{"name": "vat-number", "scores": [1]}]}', "/cases/0/scores is not an object"),
+        ('{"configurations": [{"cases": []}, 5]}', "/configurations/1/cases is not a list"),
+    ],
+    ids=["text-score", "boolean-score", "text-case", "list-scores", "bad-configuration"],
+)
+def test_a_baseline_edited_out_of_shape_is_refused_at_its_pointer(
+    tmp_path: Path, document: str, said: str
+) -> None:
+    # These ended in a TypeError or AttributeError traceback once the cases had run (a
+    # boolean score was read as 1).
+    bad = tmp_path / "bad.json"
+    bad.write_text(document)
+    code, out, err = cli("eval", EVAL / "classify.eval.yaml", "--baseline", bad)
+    assert (code, out) == (3, "")
+    assert f"error[CD335]: baseline {bad} is not an evaluation result: {said}" in err
 
 
 def test_an_invalid_evaluation_file_exits_2_with_located_errors(tmp_path: Path) -> None:
@@ -184,6 +215,13 @@ def test_a_concurrency_below_one_is_refused() -> None:
             "error[CD333]: --concurrency must be above 0\n"
             "  hint: give --concurrency a number above 0, or leave it out\n"
         )
+
+
+def test_a_wall_cap_that_is_not_a_number_is_refused() -> None:
+    # `--case-max-wall-s nan` passed the check (nan <= 0 is false) and capped nothing.
+    code, out, err = cli("eval", EVAL / "classify.eval.yaml", "--case-max-wall-s", "nan")
+    assert (code, out) == (3, "")
+    assert err.startswith("error[CD333]: --case-max-wall-s must be above 0\n")
 
 
 def test_the_datasets_control_and_bidi_characters_are_shown_escaped(tmp_path: Path) -> None:

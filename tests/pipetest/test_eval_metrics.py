@@ -50,6 +50,27 @@ def test_numeric_tolerance_and_json_subset() -> None:
     assert not is_subset({"a": True}, {"a": 1})
 
 
+@pytest.mark.parametrize(
+    ("found", "expected", "tolerance", "scored"),
+    [
+        (1.5, 10**400, 1.0, 0.0),
+        (10**400, 10**400 + 1, 1.0, 1.0),
+        (10**400, 10**400 + 2, 1.0, 0.0),
+        (10**400, float("inf"), 1.0, 0.0),
+        (1.5, 10**400, float("inf"), 1.0),
+    ],
+    ids=["float-vs-huge", "huge-within", "huge-beyond", "huge-vs-inf", "infinite-tolerance"],
+)
+def test_numeric_compares_integers_too_large_for_a_float(
+    found: object, expected: object, tolerance: float, scored: float
+) -> None:
+    # A dataset's 400-digit integer made `eval` end in an OverflowError traceback.
+    result = {"facts": {"k": [{"id": "a", "data": {"n": found}}]}}
+    case = EvalCase("c", {}, {"n": expected}, 1)
+    spec = {"key": "k", "field": "/n", "expected": "n", "tolerance": tolerance}
+    assert score(Metric("m", "numeric", spec, None, ("metrics", 0)), case, result) == scored
+
+
 def test_regex_and_schema_hold_for_every_fact() -> None:
     assert _score("regex", key="tickets", field="/category", pattern="^b") == 1.0
     assert _score("regex", key="tickets", field="/category", pattern="^bug$") == 0.0

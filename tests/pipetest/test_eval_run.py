@@ -216,3 +216,20 @@ def test_a_case_s_run_error_names_its_place_on_one_line() -> None:
     }
     assert _run_error({"stop_reason": "error"}) == ("the run stopped with an error", None)
     assert _run_error({"stop_reason": "converged", "diagnostics": []}) == (None, None)
+
+
+def test_a_case_whose_run_never_started_fails_the_evaluation_naming_why(tmp_path: Path) -> None:
+    # A case giving an input the pipeline lacks stopped with `usage_error`: it scored 0
+    # with no word of why, and an evaluation without thresholds passed.
+    for name in ("classify.yaml", "classify.script.yaml"):
+        shutil.copy(EVAL / name, tmp_path / name)
+    (tmp_path / "cases.jsonl").write_text('{"name": "a", "inputs": {"nope": "x"}}\n')
+    (tmp_path / "e.eval.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: Evaluation\npipeline: classify.yaml\n"
+        "dataset: cases.jsonl\nmetrics:\n  - name: converged\n"
+        "    stop_reason: {equals: converged}\n"
+    )
+    code, out, _ = cli("eval", tmp_path / "e.eval.yaml")
+    assert code == 1
+    assert "errors: 1 case(s) stopped with an error:\n  a: CD338: unknown input 'nope'" in out
+    assert out.endswith("overall: 0.000: FAILED\n")

@@ -243,6 +243,30 @@ def test_a_file_of_another_kind_is_one_error_at_its_kind(
     assert (only.hint or "").startswith(hint)
 
 
+def test_a_csv_header_naming_a_column_twice_is_refused_at_line_1(tmp_path: Path) -> None:
+    # The later column's cells were read, the earlier ones dropped with no word (a JSONL
+    # line giving a key twice is refused).
+    text = "name,input.service,expected.top,input.service\nc1,checkout,bad-deploy,search\n"
+    found = _codes(_folder(tmp_path, "cases.csv", text))
+    assert found[:1] == [(codes.EVAL_BAD_CASE, 1, "the header names column 'input.service' twice")]
+
+
+@pytest.mark.parametrize(
+    ("row", "said"),
+    [
+        ('c2,"search,top\n', "unexpected end of data (a quoted cell is never closed)"),
+        ('c2,"search"x,top\n', "',' expected after '\"'"),
+    ],
+    ids=["never-closed", "text-after-quote"],
+)
+def test_a_csv_row_quoted_wrong_is_refused_at_its_line(tmp_path: Path, row: str, said: str) -> None:
+    # A quote never closed read the rest of the file into one cell: the case ran with
+    # that text as its input, and the rows after it were gone.
+    text = "name,input.service,expected.top\nc1,checkout,bad-deploy\n" + row
+    found = _codes(_folder(tmp_path, "cases.csv", text))
+    assert found[:1] == [(codes.EVAL_BAD_CASE, 3, f"the CSV cannot be read from here: {said}")]
+
+
 def test_a_csv_cell_over_the_csv_limit_is_located_at_its_row(tmp_path: Path) -> None:
     # csv raised `_csv.Error: field larger than field limit` through eval and validate,
     # a traceback; a CSV row's hint spoke of JSON objects.
