@@ -94,5 +94,6 @@ async def test_a_name_written_with_an_escape_is_not_given_a_guessed_place(
     assert await session.diagnostics("typed.yaml", 1) == []
     found = await _references_of_tickets(session)
     mine = [loc.range for loc in found if loc.uri == session.uri("typed.yaml")]
-    # The declaration, the seed, the dependency and `count('tickets')`, each on the name.
-    assert [_written(pipeline, where) for where in mine] == ["tickets"] * 4
+    # The declaration, the seed, the dependency, `count('tickets')` and the template's
+    # `facts.tickets`, each on the name.
+    assert [_written(pipeline, where) for where in mine] == ["tickets"] * 5
