@@ -58,12 +58,16 @@ class Lines:
     holding one of YAML's other breaks: there a protocol line holds several of the
     loader's, each starting at its column there (`_starts`). A byte order mark starting
     the text is not in the loader's first line (the loader drops it) and is a character of
-    the protocol's first line: columns there differ by one (`_bom`)."""
+    the protocol's first line: columns there differ by one (`_bom`). `newline` is the
+    text's own line break, its first (`\\n` in a text of one line): what an edit that
+    adds lines writes."""
 
-    __slots__ = ("_bom", "_editor", "_first", "_starts", "lines")
+    __slots__ = ("_bom", "_editor", "_first", "_starts", "lines", "newline")
 
     def __init__(self, text: str) -> None:
         editor = text.split("\n") if "\r" not in text else _BREAK.split(text)
+        first = _BREAK.search(text) if "\r" in text else None
+        self.newline = first.group() if first is not None else "\n"
         # Each loader line's protocol line and code-point column there (None: the same lines).
         self._starts: list[tuple[int, int]] | None = None
         self._first: list[int] = []  # each protocol line's first loader line (0-based)
