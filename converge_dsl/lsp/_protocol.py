@@ -26,7 +26,7 @@ client was answered or told in its log (a misfit, a feature's JSON-RPC error, a
 cancel of a request already answered) writes nothing there, a failure inside
 the server its line. A notification no handler takes is dropped: silently when its
 method starts with `$/` (the protocol lets a server ignore those), else said there
-once per method a session.
+once per method a session; a response to no request of the server's is said once.
 
 Params are read by `strict_converter`: a JSON value of the wrong type for a
 string, integer, boolean or number field is a misfit (cattrs would make
@@ -118,12 +118,12 @@ class PipelineProtocol(LanguageServerProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._said: set[str] = set()  # the notification methods already said on stderr
+        self._said: set[str] = set()  # the kinds of message already said on stderr
 
-    def _once(self, method: str, message: str) -> None:
-        """Say `message` about notifications of `method` on stderr, the first time only."""
-        if method not in self._said:
-            self._said.add(method)
+    def _once(self, kind: str, message: str) -> None:
+        """Say `message` about messages of `kind` (a method) on stderr, the first time only."""
+        if kind not in self._said:
+            self._said.add(kind)
             _LOG.warning("%s (said once a session)", message)
 
     def _handle_notification(self, method_name: str, params: Any) -> None:
@@ -136,6 +136,16 @@ class PipelineProtocol(LanguageServerProtocol):
                 self._once(method_name, f"ignoring notifications of unknown method {method_name!r}")
             return
         super()._handle_notification(method_name, params)
+
+    def _handle_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        """A response to no request of the server's (one it never sent, or already
+        answered) is dropped and said on stderr once a session: pygls wrote a line for each."""
+        if not isinstance(msg_id, str | int) or msg_id not in self._request_futures:
+            self._once(
+                "a response", f"ignoring a response to {msg_id!r}, no request of the server's"
+            )
+            return
+        super()._handle_response(msg_id, result, error)
 
     @lsp_method(lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     def lsp_work_done_progress_cancel(self, params: lsp.WorkDoneProgressCancelParams) -> None:
