@@ -11,7 +11,8 @@ definition the loader's reload and the language server read.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import string
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -126,35 +127,41 @@ class LoadedDocument(Record):
 
         A template's text is the scalar's value, not its source: a plain or quoted
         scalar folds its line breaks and indentation, a quoted one has its quotes and
-        escapes (`''`, `\\"`), a block scalar (`|`, `>`) starts on the line after its
-        header and loses its indentation. The value is aligned with the source,
-        character by character (a character of the value matches the same character of
-        the source, a U+2028 or U+2029 the value keeps its source line's end; the source's
-        whitespace, quotes and escape characters in between are skipped); the span is
-        answered when `text[start:end]` is found whole on one line, else None: the caller
-        then falls back to a line's search. Linear in the scalar's length, and run only
-        for a finding.
+        escapes (`''`, `\\"`, `\\x69`, `\\L`), a block scalar (`|`, `>`) starts on the
+        line after its header and loses its indentation. The value is aligned with the
+        source, character by character (a character of the value matches the same
+        character of the source, or the whole escape sequence that writes it in a quoted
+        scalar; a U+2028 or U+2029 the value keeps matches its source line's end; the
+        source's whitespace and quotes in between are skipped); the span is answered when
+        `text[start:end]` is found whole on one line, else None: the caller then falls
+        back to a line's search. The span covers the source text of each character, so a
+        name written `t\\x69ckets` is answered as those ten characters. Linear in the
+        scalar's length, and run only for a finding.
         """
         location = self.source_map.get(path)
         if location is None or not 0 <= start < end <= len(text):
             return None
         span = location.span
         block = location.style in ("|", ">")
-        found: list[tuple[int, int]] = []  # (line, column) of text[start], text[start + 1], ...
+        found: list[tuple[int, int, int]] = []  # (line, column, width) of text[start], ...
         index = 0
         for number in range(span.line + 1 if block else span.line, span.end_line + 1):
             source = self.line(number)
             begin = span.column - 1 if number == span.line else 0
             stop = span.end_column - 1 if number == span.end_line else len(source)
-            for column, char in enumerate(f"{source[begin:stop]}\n", start=begin + 1):
+            if number == span.line and location.style in ("'", '"'):
+                quote = source.find(location.style, begin, stop)
+                begin = quote + 1 if quote >= 0 else begin  # past its anchor and tag
+            wide: dict[int, int] = {}  # column -> width of an escape on this line
+            for column, char in _pieces(source, begin, stop, location.style, wide):
                 while index < end and char != text[index] and char not in _BLANK:
                     if text[index] not in _BLANK:
-                        break  # a quote or an escape of the source: skip it
+                        break  # a quote of the source: skip it
                     index += 1  # whitespace the value has and the source has elsewhere
                 kept = char == "\n" and index < end and text[index] in _KEPT
                 if index < end and (char == text[index] or kept):
                     if index >= start:
-                        found.append((number, column))
+                        found.append((number, column, wide.get(column, 1)))
                     index += 1
                 if index == end:
                     return _whole(self.file, found, end - start)
@@ -181,11 +188,14 @@ class LoadedDocument(Record):
         template errors. A scalar over several lines of the file whose value's lines
         are not the file's is read through `_folded_span`: one that folds its line
         breaks (plain, quoted, `>`), and a `|` block holding a U+2028 or U+2029 (a
-        line break of the file, a character of the value).
+        line break of the file, a character of the value); so is a double-quoted
+        scalar on one line when `needle` is given or its value has a line break, its
+        escapes being one character of the value each (`\\n` a line break of the value).
         """
         location = self.source_map.locate(path)
         span = location.span
-        if span.end_line > span.line and (location.style != "|" or self._keeps_breaks(path)):
+        folds = span.end_line > span.line and (location.style != "|" or self._keeps_breaks(path))
+        if folds or (location.style == '"' and (needle or self._keeps_breaks(path, "\n"))):
             folded = self._folded_span(path, lineno or 1, needle)
             if folded is not None:
                 return folded
@@ -206,10 +216,11 @@ class LoadedDocument(Record):
                 return SourceSpan(span.file, line, found + 1, line, found + 1 + len(needle))
         return SourceSpan(span.file, line, column, line, max(end, column + 1))
 
-    def _keeps_breaks(self, path: JsonPath) -> bool:
-        """Whether the string at `path` holds a line break of the file its value keeps."""
+    def _keeps_breaks(self, path: JsonPath, breaks: str | None = None) -> bool:
+        """Whether the string at `path` holds one of `breaks` (by default a line break of
+        the file its value keeps)."""
         value = value_at(self.data, path)
-        return isinstance(value, str) and any(mark in value for mark in _KEPT)
+        return isinstance(value, str) and any(mark in value for mark in breaks or _KEPT)
 
     def _folded_span(self, path: JsonPath, lineno: int, needle: str | None) -> SourceSpan | None:
         """`template_span` of a scalar whose value's lines are not the file's.
@@ -248,14 +259,67 @@ OTHER_BREAKS = "\x85\u2028\u2029"
 _KEPT = OTHER_BREAKS.replace("\x85", "")
 
 
-def _whole(file: str, found: list[tuple[int, int]], length: int) -> SourceSpan | None:
-    """The span of the matched characters when they are `length` adjacent ones on one line."""
+def _pieces(
+    source: str, begin: int, stop: int, style: str | None, wide: dict[int, int]
+) -> Iterable[tuple[int, str]]:
+    """(column, character of the value) of each piece of `source[begin:stop]`, then the
+    line's end as a "\\n". A piece is one character, or in a quoted scalar the escape that
+    writes one (`\\x69`, `\\L`, `''`), whose width `wide` gets by its column; a `\\`
+    ending a double-quoted line escapes the line break (no piece, and no line's end)."""
+    mark = {'"': "\\", "'": "'"}.get(style or "")
+    if mark is None or source.find(mark, begin, stop) < 0:
+        return enumerate(f"{source[begin:stop]}\n", start=begin + 1)
+    return _escaped_pieces(source, begin, stop, style, wide)
+
+
+def _escaped_pieces(
+    source: str, begin: int, stop: int, style: str | None, wide: dict[int, int]
+) -> Iterator[tuple[int, str]]:
+    """`_pieces` of a quoted line holding an escape."""
+    at = begin
+    while at < stop:
+        char, width = source[at], 1
+        if style == '"' and char == "\\":
+            if at + 1 == stop:
+                return  # an escaped line break: the value has nothing for it
+            char, width = _escape(source, at + 1, stop)
+        elif style == "'" and char == "'" and source[at + 1 : at + 2] == "'":
+            width = 2
+        if width > 1:
+            wide[at + 1] = width
+        yield at + 1, char
+        at += width
+    yield stop + 1, "\n"
+
+
+def _escape(source: str, at: int, stop: int) -> tuple[str, int]:
+    """The character the double-quoted escape whose letter is at `source[at]` writes, and
+    the escape's width (its backslash included); a malformed one is its backslash alone
+    (the loader refused it)."""
+    from converge_dsl._pyyaml import yaml  # its scanner's own tables: what the loader read
+
+    scanner = yaml.scanner.Scanner
+    letter = source[at]
+    if letter in scanner.ESCAPE_REPLACEMENTS:
+        return str(scanner.ESCAPE_REPLACEMENTS[letter]), 2
+    digits = int(scanner.ESCAPE_CODES.get(letter, 0))
+    code = source[at + 1 : at + 1 + digits]
+    if digits and at + digits < stop and all(c in string.hexdigits for c in code):
+        return chr(int(code, 16)), 2 + digits
+    return "\\", 1
+
+
+def _whole(file: str, found: list[tuple[int, int, int]], length: int) -> SourceSpan | None:
+    """The span of the matched pieces when they are `length` adjacent ones on one line."""
     if len(found) != length:
         return None
-    (line, column), (last_line, last_column) = found[0], found[-1]
-    if last_line != line or last_column - column != length - 1:
-        return None
-    return SourceSpan(file, line, column, line, last_column + 1)
+    line, column, _ = found[0]
+    end = column
+    for at_line, at_column, width in found:
+        if at_line != line or at_column != end:
+            return None
+        end += width
+    return SourceSpan(file, line, column, line, end)
 
 
 def value_at(data: Any, path: JsonPath) -> Any:

@@ -8,7 +8,8 @@
   the server runs (`LOCK_COMMAND`).
 
 The edits are text edits at the source map's spans, so every other byte of
-the file (comments, anchors, quoting, order) stays as it was.
+the file (comments, anchors, quoting, order) stays as it was; a line an edit
+adds ends with the file's own line break (`Lines.newline`: CR, CRLF or LF).
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ def _append_to_list(
     dash = lines.line(last.line)[: last.column - 1].rstrip()
     indent = len(dash) - 1 if dash.endswith("-") else last.column - 1
     end = last_line(document, document.source_map.span((*path, len(items) - 1)))
-    return _insert(lines, end + 1, 1, " " * indent + "- " + item + "\n")
+    return _insert(lines, end + 1, 1, " " * indent + "- " + item + lines.newline)
 
 
 def _declare(
@@ -130,7 +131,8 @@ def _declare(
             None,
         )
         line = document.source_map.key_span((anchor,)).line if anchor else 1
-        edit = _insert(subject.lines, line, 1, f"keys:\n  - name: {key}\n")
+        brk = subject.lines.newline
+        edit = _insert(subject.lines, line, 1, f"keys:{brk}  - name: {key}{brk}")
     return _edit(subject, f"Declare key '{key}'", diagnostic, [edit])
 
 
@@ -155,9 +157,9 @@ def _add_dependency(
         edit = lsp.TextEdit(subject.lines.range(span), f"[{key}]")
     else:
         name = document.source_map.key_span((*suggestor, "name"))
-        edit = _insert(
-            subject.lines, name.line + 1, 1, " " * (name.column - 1) + f"dependencies: [{key}]\n"
-        )
+        indent = " " * (name.column - 1)
+        line = f"{indent}dependencies: [{key}]{subject.lines.newline}"
+        edit = _insert(subject.lines, name.line + 1, 1, line)
     return [_edit(subject, title, diagnostic, [edit])]
 
 

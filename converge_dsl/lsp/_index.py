@@ -3,8 +3,9 @@
 Everything is read from the analysis `validate` made (the facts' specs, key
 references, model references and template sites) and located through the
 loader's source map; a name inside a template or expression is located by
-`LoadedDocument.text_span`, as validate locates its findings there, and kept
-only where the file's text is the name. A model script's
+`LoadedDocument.offset_span` (the source text of each character of the value,
+a name written with escapes included), else by `text_span` and kept only where
+the file's text is the name. A model script's
 `match.suggestor` and a test file's invariants and inputs are read from those
 files loaded by the same loader.
 """
@@ -75,9 +76,11 @@ _PROPERTIES = re.compile(r"(?:[&!][^\s]*\s+)*")
 def mentions(
     document: LoadedDocument, facts: PipelineFacts, kind: str, name: str
 ) -> Iterator[tuple[JsonPath, SourceSpan]]:
-    """Each place a template or expression names `name` (of `kind`) where the file writes
-    the name as it is: one written otherwise (`facts.t\\x69ckets` in a quoted string) is left
-    out, as no place of the file can be said to hold it."""
+    """Each place a template or expression names `name` (of `kind`): the source text of the
+    name, aligned with the template's value (`offset_span`), so a name written with escapes
+    in a double-quoted string (`facts.t\\x69ckets`) is that escaped text; else where the
+    file writes the name as it is on its line of the value. A mention found at neither is
+    left out, as no place of the file can be said to hold it."""
     patterns = mention_patterns(kind, name)
     if not patterns:
         return
@@ -85,7 +88,12 @@ def mentions(
         text = site.text
         for pattern in patterns:
             for match in pattern.finditer(text):
-                span = document.text_span(site.path, text, match.start(1), match.end(1))
+                start, end = match.start(1), match.end(1)
+                span = document.offset_span(site.path, text, start, end)
+                if span is not None:
+                    yield site.path, span
+                    continue
+                span = document.text_span(site.path, text, start, end)
                 if _holds(document, span, name):
                     yield site.path, span
 

@@ -87,11 +87,18 @@ def _structural(facts: PipelineFacts, hit: Hit, value: object) -> Symbol | None:
 def _in_template(
     document: LoadedDocument, facts: PipelineFacts, hit: Hit, point: Point
 ) -> Symbol | None:
-    """A key or input named in a template or expression, at the cursor."""
-    sites = {site.path for site in facts.templates}
-    if hit.path not in sites:
-        return None
-    text = document.line(point[0])
+    """A key or input named in a template or expression, at the cursor: a name of the
+    template's value placed in the file by `offset_span` (a name written with escapes,
+    `facts.t\\x69ckets`, covers its escaped text), else one written on the cursor's line."""
+    sites = [site for site in facts.templates if site.path == hit.path]
+    for site in sites:
+        for kind in (KEY, INPUT):
+            for match in _NAMED[kind].finditer(site.text):
+                start, end, name = _first_group(match)
+                span = document.offset_span(site.path, site.text, start, end)
+                if span and span.line == point[0] and span.column <= point[1] <= span.end_column:
+                    return kind, name
+    text = document.line(point[0]) if sites else ""
     for kind in (KEY, INPUT):
         for match in _NAMED[kind].finditer(text):
             start, end, name = _first_group(match)

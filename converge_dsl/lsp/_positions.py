@@ -46,6 +46,7 @@ def code_point_column(line: str, character: int) -> int:
 # The protocol's line breaks; YAML also breaks lines on NEL, LS and PS (the loader's lines).
 _BREAK = re.compile("\r\n|\r|\n")
 YAML_ONLY = re.compile(f"[{OTHER_BREAKS}]")
+_BOM = "\ufeff"
 
 
 class Lines:
@@ -55,25 +56,33 @@ class Lines:
     ends at `\\n`, `\\r\\n`, `\\r`, U+0085, U+2028 or U+2029); an `lsp.Position`'s line
     is the protocol's (`\\n`, `\\r\\n` or `\\r` only). The two differ only in a text
     holding one of YAML's other breaks: there a protocol line holds several of the
-    loader's, each starting at its column there (`_starts`)."""
+    loader's, each starting at its column there (`_starts`). A byte order mark starting
+    the text is not in the loader's first line (the loader drops it) and is a character of
+    the protocol's first line: columns there differ by one (`_bom`). `newline` is the
+    text's own line break, its first (`\\n` in a text of one line): what an edit that
+    adds lines writes."""
 
-    __slots__ = ("_editor", "_first", "_starts", "lines")
+    __slots__ = ("_bom", "_editor", "_first", "_starts", "lines", "newline")
 
     def __init__(self, text: str) -> None:
         editor = text.split("\n") if "\r" not in text else _BREAK.split(text)
+        first = _BREAK.search(text) if "\r" in text else None
+        self.newline = first.group() if first is not None else "\n"
         # Each loader line's protocol line and code-point column there (None: the same lines).
         self._starts: list[tuple[int, int]] | None = None
         self._first: list[int] = []  # each protocol line's first loader line (0-based)
         self._editor = editor
+        self._bom = int(text.startswith(_BOM))
         if not any(mark in text for mark in OTHER_BREAKS):  # a search as fast as memchr
-            self.lines = editor  # the loader's lines, without their line breaks
+            # the loader's lines, without their line breaks
+            self.lines = [editor[0][1:], *editor[1:]] if self._bom else editor
             return
         self.lines, self._starts = [], []
         lines: list[str] = self.lines
         for index, line in enumerate(editor):
             self._first.append(len(self.lines))
-            column = 0
-            for part in YAML_ONLY.split(line):
+            column = self._bom if index == 0 else 0
+            for part in YAML_ONLY.split(line[column:]):
                 lines.append(part)
                 self._starts.append((index, column))
                 column += len(part) + 1
@@ -93,7 +102,10 @@ class Lines:
         starts = self._starts
         if starts is None or not 1 <= line <= len(starts):
             past = 0 if starts is None else len(self._editor) - len(starts)
-            return lsp.Position(max(line - 1 + past, 0), utf16_column(self.line(line), column))
+            character = utf16_column(self.line(line), column)
+            if line == 1 and starts is None:
+                character += self._bom
+            return lsp.Position(max(line - 1 + past, 0), character)
         index, start = starts[line - 1]
         return lsp.Position(index, utf16_column(self._editor[index], start + column))
 
@@ -110,7 +122,7 @@ class Lines:
             return last, len(self.line(last)) + 1
         column = code_point_column(self._editor[position.line], position.character)
         if self._starts is None:
-            return position.line + 1, column
+            return position.line + 1, max(column - self._bom, 1) if position.line == 0 else column
         line = self._first[position.line]
         following = line + 1
         while following < len(self._starts) and self._starts[following] <= (
@@ -118,7 +130,7 @@ class Lines:
             column - 1,
         ):
             line, following = following, following + 1
-        return line + 1, column - self._starts[line][1]
+        return line + 1, max(column - self._starts[line][1], 1)  # a cursor before a BOM: 1
 
 
 def contains(span: SourceSpan, point: Point) -> bool:

@@ -24,7 +24,9 @@ them, but its user can read why. `quiet_pygls` makes pygls's own log one line
 a record on standard error, without the tracebacks it attaches; a refusal the
 client was answered or told in its log (a misfit, a feature's JSON-RPC error, a
 cancel of a request already answered) writes nothing there, a failure inside
-the server its line.
+the server its line. A notification no handler takes is dropped: silently when its
+method starts with `$/` (the protocol lets a server ignore those), else said there
+once per method a session; a response to no request of the server's is said once.
 
 Params are read by `strict_converter`: a JSON value of the wrong type for a
 string, integer, boolean or number field is a misfit (cattrs would make
@@ -71,6 +73,7 @@ MAX_HEADER_LINE = 8 * 1024
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
 # What may come before `initialize` and after `shutdown`.
 _ALWAYS = frozenset({lsp.EXIT})
+_LOG = logging.getLogger(__name__)
 
 
 # The JSON values each primitive field type takes, and their name: an integer is not a
@@ -112,6 +115,48 @@ def _exactly(accepted: tuple[type, ...], name: str, value: object, kind: type) -
 
 class PipelineProtocol(LanguageServerProtocol):
     """pygls's protocol, taking each message from `receive` (see the module's docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._said: set[str] = set()  # the kinds of message already said on stderr
+
+    def _once(self, kind: str, message: str) -> None:
+        """Say `message` about messages of `kind` (a method) on stderr, the first time only."""
+        if kind not in self._said:
+            self._said.add(kind)
+            _LOG.warning("%s (said once a session)", message)
+
+    def _handle_notification(self, method_name: str, params: Any) -> None:
+        """A notification the server has no handler for is dropped: one whose method starts
+        with `$/` silently (the protocol lets a server ignore those), another said on
+        stderr once per method (pygls wrote a line for each, so a client sending them
+        flooded stderr)."""
+        if method_name != lsp.CANCEL_REQUEST and not self._knows(method_name):
+            if not method_name.startswith("$/"):
+                self._once(method_name, f"ignoring notifications of unknown method {method_name!r}")
+            return
+        super()._handle_notification(method_name, params)
+
+    def _handle_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        """A response to no request of the server's (one it never sent, or already
+        answered) is dropped and said on stderr once a session: pygls wrote a line for each."""
+        if not isinstance(msg_id, str | int) or msg_id not in self._request_futures:
+            self._once(
+                "a response", f"ignoring a response to {msg_id!r}, no request of the server's"
+            )
+            return
+        super()._handle_response(msg_id, result, error)
+
+    @lsp_method(lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def lsp_work_done_progress_cancel(self, params: lsp.WorkDoneProgressCancelParams) -> None:
+        """The server reports no progress of its own: a cancel names no token of it (pygls
+        wrote a line for each); said once."""
+        future = self.progress.tokens.get(params.token)
+        if future is None:
+            method = lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL
+            self._once(method, f"ignoring {method} of token {params.token!r}, not the server's")
+        else:
+            future.cancel()
 
     @property
     def shut_down(self) -> bool:
@@ -366,10 +411,12 @@ class _FirstLine(logging.Formatter):
 
 
 def quiet_pygls() -> None:
-    """pygls's warnings and errors as one line each on standard error (no traceback)."""
+    """pygls's warnings and errors, and this module's, as one line each on standard error
+    (no traceback)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_FirstLine())
-    logger = logging.getLogger("pygls")
-    logger.handlers[:] = [handler]
-    logger.setLevel(logging.WARNING)
-    logger.propagate = False
+    for name in ("pygls", __name__):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(logging.WARNING)
+        logger.propagate = False

@@ -143,10 +143,18 @@ def test_a_template_offset_is_found_in_the_file_whatever_the_style(scalar: str) 
     assert line[span.column - 1 : span.end_column - 1] == "zz"
 
 
-def test_an_offset_the_source_cannot_hold_is_none() -> None:
+def test_an_escaped_character_is_its_escape_in_the_file() -> None:
     document = load_text("x: \"\\x41{{ count('zz') }}\"\n", "p.yaml")
     text = document.data["x"]  # the escape is one character of the value, four of the source
-    assert document.offset_span(("x",), text, 0, 1) is None
+    span = document.offset_span(("x",), text, 0, 1)
+    assert span is not None
+    assert (span.line, span.column, span.end_column) == (1, 5, 9)
+
+
+def test_an_offset_the_source_cannot_hold_is_none() -> None:
+    document = load_text('x: "ab\n  cd"\n', "p.yaml")
+    text = document.data["x"]  # "ab cd": the space is a line break of the file
+    assert document.offset_span(("x",), text, 1, 4) is None
 
 
 def _rule(name: str, deps: str, when: str | None, emit: str) -> str:

@@ -4,13 +4,16 @@ A scalar that folds its line breaks (plain, quoted, `>`) over several lines of
 the file has value lines that are not the file's: an unknown name on the
 second line of a folded prompt was shown on a blank line (`>` with an empty
 line), or on the scalar's first line (a plain scalar). A `|` block is the same
-when it holds a U+2028 or U+2029: the file's line ends there, the value's does not.
+when it holds a U+2028 or U+2029: the file's line ends there, the value's does not. A
+double-quoted scalar's escapes (`\\L`, `\\x41`...) are one character of the value, several
+of the file.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from converge_dsl._pyyaml import yaml
 from converge_dsl.frontend import check_document, load_text
 
 HEAD = """\
@@ -63,3 +66,36 @@ def test_a_line_of_a_folded_template_spans_its_line_of_the_file() -> None:
     span = doc.template_span(path, 2)  # the value is "one\ntwo three\n"
     assert (span.line, span.column, span.end_column) == (15, 11, 14)
     assert doc.template_span(path, 9).line == 12  # past the value: the scalar
+
+
+# Every escape of a double-quoted YAML scalar, each one character of the value.
+_ESCAPES = [f"\\{letter}" for letter in yaml.scanner.Scanner.ESCAPE_REPLACEMENTS] + [
+    "\\x41",
+    "\\u00e9",
+    "\\U0001F600",
+]
+_SHAPES = [
+    '"one {escape} two {{{{ faktz }}}} {{{{ x | nope }}}}"',
+    '"one{escape}\n          two {{{{ faktz }}}} {{{{ x | nope }}}}"',
+    '"{escape}{escape}\n\n          {{{{ faktz }}}}\n          {{{{ x | nope }}}}"',
+]
+
+
+@pytest.mark.parametrize("shape", _SHAPES, ids=["one-line", "folded", "two-lines"])
+@pytest.mark.parametrize("escape", _ESCAPES)
+def test_an_unknown_name_or_filter_after_an_escape_is_located_on_it(
+    escape: str, shape: str
+) -> None:
+    """`\\L`, `\\N`, `\\P`, `\\_`... before the name in a double-quoted template moved
+    CD208's and CD209's carets to the scalar's first line (or a line before), and `\\n` on
+    one line of the file to the whole scalar: the caret is under the name."""
+    text = HEAD + shape.format(escape=escape) + "\n"
+    lines = text.split("\n")
+    diagnostics = check_document(load_text(text, "spans.yaml")).diagnostics
+    for code, name in (("CD208", "faktz"), ("CD209", "nope")):
+        found = [d for d in diagnostics if d.code == code and repr(name) in d.message]
+        assert found, (code, text)
+        span = found[0].span
+        assert span is not None
+        assert span.line == span.end_line
+        assert lines[span.line - 1][span.column - 1 : span.end_column - 1] == name

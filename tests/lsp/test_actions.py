@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -155,3 +156,38 @@ async def test_the_lock_command_gives_its_process_no_input(
     monkeypatch.setattr(subprocess, "run", fake_run)
     assert run_lock(str(tmp_path / "p.yaml"), str(tmp_path)) == "locked"
     assert seen["stdin"] is subprocess.DEVNULL
+
+
+def _apply_on_protocol_lines(text: str, edits: list[lsp.TextEdit]) -> str:
+    """`text` with `edits` applied, its lines ending as the protocol ends them (ASCII)."""
+    starts = [0] + [m.end() for m in re.finditer("\r\n|\r|\n", text)]
+
+    def offset(position: lsp.Position) -> int:
+        return starts[position.line] + position.character
+
+    for edit in sorted(edits, key=lambda e: offset(e.range.start), reverse=True):
+        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
+    return text
+
+
+@pytest.mark.parametrize("brk", ["\r", "\r\n"], ids=["cr", "crlf"])
+async def test_a_fix_that_adds_lines_ends_them_as_the_file_does(
+    session: Session, project: Path, brk: str
+) -> None:
+    """A quick fix adding lines to a file whose lines end in CR wrote `\\n`: the file then
+    mixed its line breaks (a CR-only editor showed the new lines joined to the next)."""
+    text = (project / "broken.yaml").read_text(encoding="utf-8")
+    text = text.replace("\n", brk)
+    session.open("broken.yaml", text)
+    unknown = [d for d in await session.diagnostics("broken.yaml", 1) if d.code == "CD203"]
+    found = await _actions(session, "broken.yaml", unknown)
+    edits = [e for title in found for e in _edits(session, found[title], "broken.yaml")]
+    assert any(brk in e.new_text for e in edits)
+    for edit in edits:
+        assert not re.search("[\r\n]", edit.new_text.replace(brk, "")), edit.new_text
+    fixed = _apply_on_protocol_lines(
+        text, _edits(session, found["Declare key 'strategy'"], "broken.yaml")
+    )
+    assert set(re.findall("\r\n|\r|\n", fixed)) == {brk}
+    version = session.replace("broken.yaml", fixed)
+    assert "CD203" not in {d.code for d in await session.diagnostics("broken.yaml", version)}

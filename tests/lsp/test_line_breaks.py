@@ -84,7 +84,7 @@ async def test_a_name_written_with_an_escape_is_not_given_a_guessed_place(
 ) -> None:
     """A key written `facts.t\\x69ckets` in a quoted template, after a U+2028, was given a
     reference (and a rename's edit) on `ate\u2028 {{`, a column guessed on the wrong line;
-    a place the file's text does not show the name at is left out."""
+    it is the escaped text of the name, on its own line."""
     pipeline = (project / "typed.yaml").read_text(encoding="utf-8")
     template = "\"Escalate {{ facts.tickets | selectattr('data.category', 'eq', 'billing') "
     template += '| list | length }} tickets"'
@@ -94,5 +94,7 @@ async def test_a_name_written_with_an_escape_is_not_given_a_guessed_place(
     assert await session.diagnostics("typed.yaml", 1) == []
     found = await _references_of_tickets(session)
     mine = [loc.range for loc in found if loc.uri == session.uri("typed.yaml")]
-    # The declaration, the seed, the dependency and `count('tickets')`, each on the name.
-    assert [_written(pipeline, where) for where in mine] == ["tickets"] * 4
+    # The declaration, the seed, the dependency, `count('tickets')` and the template's
+    # two, each on the name as written.
+    written = [_written(pipeline, where) for where in mine]
+    assert sorted(written) == ["t\\x69ckets"] + ["tickets"] * 5

@@ -104,3 +104,31 @@ async def test_diagnostics_and_hover_agree_with_the_editors_lines(
             lsp.HoverParams(lsp.TextDocumentIdentifier(session.uri(name)), at)
         )
         assert hover is not None
+
+
+@pytest.mark.parametrize("breaks", ["\n", "\u2028"], ids=["lf", "u2028"])
+def test_a_byte_order_mark_is_a_column_of_the_editors_first_line_only(breaks: str) -> None:
+    """The loader drops a byte order mark: its first line starts after it, the editor's at it."""
+    lines = Lines(f"\ufeffa: 1{breaks}b: 2\nc: 3")
+    assert [lines.line(n) for n in (1, 2, 3)] == ["a: 1", "b: 2", "c: 3"]
+    assert lines.position(1, 1) == lsp.Position(0, 1)
+    assert lines.point(lsp.Position(0, 1)) == (1, 1)
+    assert lines.point(lsp.Position(0, 0)) == (1, 1)  # before the mark: the line's start
+    assert lines.point(lsp.Position(0, 4)) == (1, 4)
+    assert lines.position(3, 2) == lsp.Position(2 if breaks == "\n" else 1, 1)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("name", ["typed.yaml", "typed.test.yaml"])
+async def test_the_first_line_of_a_file_with_a_byte_order_mark_is_where_the_editor_has_it(
+    session: Session, project: Path, name: str
+) -> None:
+    """A pipeline or a test file saved with a byte order mark had the columns of its first
+    line one to the left (the loader's, without the mark): an unknown key there was
+    underlined from the mark to the key's last character but one."""
+    text = "\ufeffbogus: 1\n" + (project / name).read_text(encoding="utf-8").split("\n", 1)[1]
+    session.open(name, text)
+    found = [d for d in await session.diagnostics(name, 1) if d.code == "CD100"]
+    assert [(d.range.start, d.range.end) for d in found] == [
+        (lsp.Position(0, 1), lsp.Position(0, 6))
+    ]

@@ -537,3 +537,52 @@ def test_a_nul_byte_in_a_files_name_names_no_file(wire: Wire, project: Path) -> 
     assert wire.end() == (0, "")
     assert not [m for m in wire.received if m.get("method") == "window/showMessage"]
     assert wire.said() == []
+
+
+def test_unhandled_notifications_write_on_standard_error_once_a_method_and_never_for_dollar(
+    wire: Wire, project: Path
+) -> None:
+    """pygls wrote a line on standard error for each notification it had no handler for: a
+    client sending `$/` notifications (which the protocol lets a server ignore) or one it
+    does not know flooded it. `$/` ones are silent; another is said once per method."""
+    wire.initialize(project)
+    sent = {
+        "$/setTrace": {"value": "off"},
+        "$/acme/status": {"busy": True},
+        "acme/refresh": {},
+        "workspace/didChangeConfiguration": {"settings": {}},
+        "window/workDoneProgress/cancel": {"token": "t"},
+    }
+    for _ in range(30):
+        for method, params in sent.items():
+            wire.send(frame({"jsonrpc": "2.0", "method": method, "params": params}))
+    assert wire.request("shutdown")["result"] is None
+    wire.send(frame({"jsonrpc": "2.0", "method": "exit"}))
+    code, stderr = wire.end()
+    assert code == 0
+    lines = stderr.splitlines()
+    assert len(lines) == 3, stderr
+    for method in ("acme/refresh", "workspace/didChangeConfiguration", "workDoneProgress"):
+        assert sum(method in line for line in lines) == 1, stderr
+    assert "$/" not in stderr
+
+
+def test_responses_to_no_request_of_the_servers_write_one_line_on_standard_error(
+    wire: Wire, project: Path
+) -> None:
+    """pygls wrote a line on standard error for each response whose id named no request of
+    the server's (a client answering twice, or answering requests it was never sent): one
+    line a session, and the session goes on."""
+    wire.initialize(project)
+    for number in range(20):
+        for answer in ({"id": 900 + number, "result": None}, {"id": f"x{number}", "result": 1}):
+            wire.send(frame({"jsonrpc": "2.0", **answer}))
+        wire.send(
+            frame({"jsonrpc": "2.0", "id": {"n": number}, "error": {"code": 1, "message": "m"}})
+        )
+    assert wire.request("shutdown")["result"] is None
+    wire.send(frame({"jsonrpc": "2.0", "method": "exit"}))
+    code, stderr = wire.end()
+    assert code == 0
+    assert len(stderr.splitlines()) == 1, stderr
+    assert "no request of the server's" in stderr

@@ -211,3 +211,54 @@ async def test_a_name_already_taken_is_refused(session: Session, project: Path) 
     with pytest.raises(JsonRpcException, match="'any-strategy' already names an invariant here"):
         await rename("name: has-strategy", 7, "any-strategy")
     assert await rename("name: escalate", 7, "escalate") is not None  # its own name: no change
+
+
+# A template naming `tickets` three times: with a `\x` escape, with a `\u` escape, as written.
+_ESCAPED = '"{{ facts.t\\x69ckets | length }} {{ facts.\\u0074ickets }} {{ facts.tickets }}"'
+
+
+async def test_a_name_written_with_escapes_is_found_and_renamed_whole(
+    session: Session, project: Path
+) -> None:
+    """`facts.t\\x69ckets` in a double-quoted template names `tickets`, as `validate` reads
+    it: references and definition missed it and a rename left it naming the old key. Each
+    mention is the escaped text of the name in the file, and a rename writes the new name
+    over all of it."""
+    pipeline = (project / "typed.yaml").read_text(encoding="utf-8")
+    template = "\"Escalate {{ facts.tickets | selectattr('data.category', 'eq', 'billing') "
+    template += '| list | length }} tickets"'
+    pipeline = pipeline.replace(template, _ESCAPED)
+    (project / "typed.yaml").write_text(pipeline, encoding="utf-8")
+    session.open("typed.yaml")
+    assert await session.diagnostics("typed.yaml", 1) == []
+    identifier = lsp.TextDocumentIdentifier(session.uri("typed.yaml"))
+    found = await session.client.text_document_references_async(
+        lsp.ReferenceParams(
+            context=lsp.ReferenceContext(include_declaration=True),
+            text_document=identifier,
+            position=session.position("typed.yaml", "name: tickets", 6),
+        )
+    )
+    assert found is not None
+    lines = pipeline.split("\n")
+    written = sorted(
+        lines[r.range.start.line][r.range.start.character : r.range.end.character]
+        for r in found
+        if r.uri == identifier.uri
+    )
+    assert written == sorted(["tickets"] * 5 + ["t\\x69ckets", "\\u0074ickets"])
+    for needle, offset in (("t\\x69ckets", 2), ("\\u0074ickets", 9)):
+        position = session.position("typed.yaml", needle, offset)
+        defined = await session.client.text_document_definition_async(
+            lsp.DefinitionParams(identifier, position)
+        )
+        assert isinstance(defined, list)
+        assert session.position("typed.yaml", "name: tickets", 6).line in [
+            d.range.start.line for d in defined
+        ]
+    await _rename(session, "typed.yaml", "t\\x69ckets", 3, "requests")
+    after = (project / "typed.yaml").read_text(encoding="utf-8")
+    assert '"{{ facts.requests | length }} {{ facts.requests }} {{ facts.requests }}"' in after
+    assert "tickets" not in after.replace("Incoming tickets", "")
+    validate = [sys.executable, "-m", "converge_dsl", "validate", "typed.yaml"]
+    assert subprocess.run(validate, cwd=project, check=False).returncode == 0
