@@ -53,7 +53,7 @@ from ._idempotency import IdempotencyKey, checked_key
 from ._openapi import document, inputs_schema
 from ._requests import Problem, Refused, decisions_request, failed, refused, run_request
 from ._store import FINISHED, RunRow
-from ._tokens import Tokens
+from ._tokens import TokenFile
 
 if TYPE_CHECKING:
     from starlette.types import Message, Receive, Scope, Send
@@ -193,7 +193,7 @@ Handler = Callable[[Request], Awaitable[Response]]
 class _Api:
     """The route handlers over one service (see the module docstring)."""
 
-    def __init__(self, service: RunService, tokens: Tokens | None, limits: HttpLimits) -> None:
+    def __init__(self, service: RunService, tokens: TokenFile | None, limits: HttpLimits) -> None:
         self.service = service
         self.tokens = tokens
         self.limits = limits
@@ -451,7 +451,7 @@ INTERNAL_ERROR = Problem(
 
 def build_app(
     service: RunService,
-    tokens: Tokens | None,
+    tokens: TokenFile | None,
     limits: HttpLimits,
     mcp: Endpoint | None = None,
 ) -> Starlette:

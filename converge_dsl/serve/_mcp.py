@@ -92,7 +92,7 @@ if TYPE_CHECKING:
     from starlette.types import Message, Receive, Scope, Send
 
     from ._service import RunService
-    from ._tokens import Tokens
+    from ._tokens import TokenFile
 
 MCP_PATH = "/mcp"
 # The names a `Host` header may give a server on a loopback address (with a port).
@@ -150,7 +150,7 @@ class McpEndpoint:
     def __init__(
         self,
         service: RunService,
-        tokens: Tokens | None,
+        tokens: TokenFile | None,
         limits: HttpLimits,
         *,
         loopback: bool,
