@@ -139,6 +139,26 @@ def _last_event(request: Request) -> int:
     return int(header)
 
 
+def _given(service: RunService, run: str, last: int) -> None:
+    """400 (CD462) unless event `last` is one `run` has been given: numbered below the
+    number its next event takes (its attempt in progress counted), whatever its status.
+    A number past them cannot have been sent by this service (the events a killed one
+    sent and had not stored are given their numbers again: docs/serve.md)."""
+    live = service.live(run)
+    given = service.store.next_event(run) if live is None else live.first + len(live.records)
+    if last < given:
+        return
+    held = f"numbered 0 to {given - 1}" if given else "none yet"
+    raise refused(
+        400,
+        codes.SERVE_EVENT_NOT_GIVEN,
+        f"Last-Event-ID {last} is no event run {run!r} has been given (its events: {held})",
+        "",
+        "send the `id:` of the last event this run's stream sent, or no Last-Event-ID to "
+        "read its events from the first",
+    )
+
+
 def known_run(service: RunService, ident: str) -> str:
     """`ident` once it has the form of a run id and the run exists; else the 404 (CD990).
     Checked before any other use of an id a request gave (the HTTP path, an MCP tool's
@@ -278,6 +298,8 @@ class _Api:
     async def events(self, request: Request) -> Response:
         ident = self.run_id(request)
         last = _last_event(request)
+        if last >= 0:
+            _given(self.service, ident, last)
         stream = event_stream(self.service, ident, last)
         return StreamingResponse(
             faults_as_events(stream, self.service.redact, request.url.path),

@@ -89,6 +89,47 @@ def test_events_stream_and_resume_with_last_event_id(
     assert [int(b.split("\n")[0][4:]) for b in resumed] == ids[-2:]
 
 
+def test_a_last_event_id_past_the_runs_events_is_a_400_whatever_its_status(
+    served: tuple[str, dict[str, str]],
+) -> None:
+    """A number past every event a run has been given cannot come from its stream: 400
+    (CD462) for a finished run, a paused one and one running (whose next events may
+    still come); the number of its last event resumes after it."""
+    url, headers = served
+    with client(url, headers) as http:
+
+        def resumed(run: str, last: int) -> httpx.Response:
+            headers = {"Last-Event-ID": str(last)}
+            return http.get(f"/v1/runs/{run}/events", headers=headers)
+
+        def refused(run: str, last: int, held: str) -> None:
+            answer = resumed(run, last)
+            assert answer.status_code == 400, answer.text
+            (problem,) = answer.json()["errors"]
+            assert problem["code"] == "CD462"
+            assert problem["message"] == (
+                f"Last-Event-ID {last} is no event run {run!r} has been given (its events: {held})"
+            )
+            assert "no Last-Event-ID" in problem["hint"]
+
+        done = http.post("/v1/pipelines/echo/runs?wait=true", json={"inputs": {"text": "a"}})
+        paused = http.post("/v1/pipelines/gated/runs?wait=true")
+        for run in (done.json()["id"], paused.json()["id"]):
+            ids = [int(line[4:]) for line in resumed(run, 0).text.split("\n") if "id: " in line]
+            last = ids[-1]
+            assert resumed(run, last).text.startswith("event: end\n")
+            refused(run, last + 1, f"numbered 0 to {last}")
+        running = http.post("/v1/pipelines/slow/runs").json()["id"]
+        with http.stream("GET", f"/v1/runs/{running}/events") as stream:
+            for line in stream.iter_lines():
+                if line.startswith("id: "):
+                    seen = int(line[4:])
+                if '"type":"model_call_started"' in line:  # its model call takes 3 s
+                    break
+            refused(running, seen + 1, f"numbered 0 to {seen}")
+        assert resumed(running, seen).text.startswith(f"id: {seen + 1}\n")
+
+
 def test_report_is_the_html_report_of_the_run(served: tuple[str, dict[str, str]]) -> None:
     url, headers = served
     with client(url, headers) as http:
@@ -537,8 +578,8 @@ def test_an_odd_wait_or_last_event_id_is_a_400_and_queues_nothing(
             assert answer.status_code == 400, value
             assert answer.json()["errors"][0]["code"] == "CD309"
         events = http.get(f"/v1/runs/{run}/events", headers={"Last-Event-ID": "999999999999"})
-        assert events.status_code == 200
-        assert events.text.startswith("event: end\n")
+        assert events.status_code == 400
+        assert events.json()["errors"][0]["code"] == "CD462"
         assert http.get("/healthz").status_code == 200
     with contextlib.closing(sqlite3.connect(tmp_path / "state" / "runs.sqlite3")) as db:
         assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
