@@ -159,6 +159,16 @@ def _given(service: RunService, run: str, last: int) -> None:
     )
 
 
+def _no_events(run: str) -> Refused:
+    return refused(
+        404,
+        codes.SERVE_NOT_FOUND,
+        f"run {run!r} has no events yet",
+        "",
+        "ask again once the run has started",
+    )
+
+
 def known_run(service: RunService, ident: str) -> str:
     """`ident` once it has the form of a run id and the run exists; else the 404 (CD990).
     Checked before any other use of an id a request gave (the HTTP path, an MCP tool's
@@ -308,19 +318,24 @@ class _Api:
         )
 
     async def report(self, request: Request) -> Response:
+        """The run's HTML report, built from its events; a HEAD the GET's status and
+        headers without building it: its length is known only once built, so the HEAD
+        has no Content-Length (RFC 9110 §9.3.2 lets it leave out what only the content
+        makes)."""
         ident = self.run_id(request)
-        lines = [line for _, line in self.service.store.events(ident)]
         live = self.service.live(ident)
+        if request.method == "HEAD":
+            stored = self.service.store.next_event(ident)  # 0: no event stored
+            if not stored and (live is None or not live.records):
+                raise _no_events(ident)
+            head = HTMLResponse(None)
+            del head.headers["content-length"]
+            return head
+        lines = [line for _, line in self.service.store.events(ident)]
         if live is not None:
             lines += live.pending()
         if not lines:
-            raise refused(
-                404,
-                codes.SERVE_NOT_FOUND,
-                f"run {ident!r} has no events yet",
-                "",
-                "ask again once the run has started",
-            )
+            raise _no_events(ident)
         return HTMLResponse(await asyncio.to_thread(_render, lines))
 
     async def pipelines(self, request: Request) -> Response:

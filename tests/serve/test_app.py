@@ -141,6 +141,40 @@ def test_report_is_the_html_report_of_the_run(served: tuple[str, dict[str, str]]
     assert "echo" in page.text
 
 
+def test_a_head_of_the_report_does_not_build_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HEAD answers the GET's status and content type without building the page (it
+    built the whole report to send none of it), and no Content-Length, which only the
+    built page has; a run without events is the GET's 404."""
+    from converge_dsl.serve import _app
+    from converge_dsl.serve._app import HttpLimits
+
+    from .conftest import in_process
+
+    built: list[int] = []
+    render = _app._render
+
+    def counted(lines: list[str]) -> str:
+        built.append(len(lines))
+        return render(lines)
+
+    monkeypatch.setattr(_app, "_render", counted)
+    with in_process(tmp_path / "state", HttpLimits()) as url, httpx.Client(base_url=url) as c:
+        run = c.post("/v1/pipelines/echo/runs?wait=true", json={"inputs": {"text": "a"}})
+        path = f"/v1/runs/{run.json()['id']}/report"
+        head = c.head(path)
+        assert (head.status_code, built) == (200, [])
+        assert head.headers["content-type"] == "text/html; charset=utf-8"
+        assert "content-length" not in head.headers
+        assert "transfer-encoding" not in head.headers
+        page = c.get(path)
+        assert len(built) == 1
+        assert int(page.headers["content-length"]) == len(page.content)
+        missing = c.head("/v1/runs/0123456789abcdef0123456789abcdef/report")
+        assert missing.status_code == 404
+
+
 def test_cancel_a_running_run(served: tuple[str, dict[str, str]]) -> None:
     url, headers = served
     with client(url, headers) as http:
