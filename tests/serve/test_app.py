@@ -223,6 +223,14 @@ def test_pause_decision_resume(served: tuple[str, dict[str, str]]) -> None:
         assert unknown.json()["errors"][0]["hint"] == "pending: s1, s2"
         half = http.post(f"/v1/runs/{ident}/decisions", json={"approve": ["s1"]})
         assert half.status_code == 200
+        # queued again: the pause's result and stop reason are not shown beside `queued`
+        assert half.json() == {
+            "id": ident,
+            "pipeline": "gated",
+            "status": "queued",
+            "stop_reason": None,
+            "attempts": 1,
+        }
         deadline = time.monotonic() + 20
         while (run := http.get(f"/v1/runs/{ident}").json())["status"] != "paused":
             assert time.monotonic() < deadline
