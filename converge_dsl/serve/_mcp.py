@@ -59,7 +59,6 @@ from ._app import (
     UNAUTHORIZED,
     HttpLimits,
     answered,
-    event_stream,
     known_run,
     problems_response,
     redacted_problem,
@@ -82,6 +81,7 @@ from ._mcp_runs import (
 from ._openapi import inputs_schema, run_schema
 from ._requests import Problem, Refused, refused, run_request
 from ._store import FINISHED, RunRow
+from ._streams import event_stream
 
 if TYPE_CHECKING:
     from mcp import types

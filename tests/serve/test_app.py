@@ -628,16 +628,32 @@ def test_an_odd_wait_or_last_event_id_is_a_400_and_queues_nothing(
 
 
 def test_a_method_no_route_takes_is_a_json_405(served: tuple[str, dict[str, str]]) -> None:
+    """Any method a route's path does not take, the API's own methods too (they were a 404
+    "no route" for a path that has one), its Allow naming every method of that path
+    (Starlette's named those of the first route of it)."""
     url, headers = served
+    run = "0123456789abcdef0123456789abcdef"
+    asked = [
+        ("OPTIONS", "/v1/pipelines", "GET, HEAD"),
+        ("TRACE", "/v1/pipelines", "GET, HEAD"),
+        ("PUT", "/v1/pipelines", "GET, HEAD"),
+        ("DELETE", "/v1/pipelines", "GET, HEAD"),
+        ("POST", "/healthz", "GET, HEAD"),
+        ("PATCH", f"/v1/runs/{run}", "DELETE, GET, HEAD"),
+        ("OPTIONS", f"/v1/runs/{run}", "DELETE, GET, HEAD"),
+        ("GET", f"/v1/runs/{run}/decisions", "POST"),
+    ]
     with client(url, headers) as http:
-        for method in ("OPTIONS", "TRACE"):
-            answer = http.request(method, "/v1/pipelines")
-            assert answer.status_code == 405, method
+        for method, path, allowed in asked:
+            answer = http.request(method, path)
+            assert answer.status_code == 405, (method, path)
             assert answer.headers["content-type"] == "application/json"
             (problem,) = answer.json()["errors"]
             assert problem["code"] == "CD990"
-            assert problem["message"] == f"{method} '/v1/pipelines': Method Not Allowed"
-            assert answer.headers["allow"] == problem["hint"].rsplit(" takes ", 1)[1]
+            assert problem["message"] == f"{method} {path!r}: Method Not Allowed"
+            assert answer.headers["allow"] == allowed
+            assert problem["hint"] == f"{path} takes {allowed}"
+        assert http.put("/v1/nothing").status_code == 404
 
 
 def test_a_body_of_json_null_is_no_object(served: tuple[str, dict[str, str]]) -> None:
