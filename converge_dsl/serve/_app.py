@@ -52,6 +52,7 @@ from ._bodies import BODY_S, parse_json, read_body
 from ._idempotency import IdempotencyKey, checked_key
 from ._openapi import document, inputs_schema
 from ._requests import Problem, Refused, decisions_request, failed, refused, run_request
+from ._state_file import StateFile
 from ._store import FINISHED, RunRow
 from ._streams import event_stream, last_event
 from ._tokens import TokenFile
@@ -188,6 +189,7 @@ class _Api:
         self.limits = limits
         self.openapi = document(service.pipelines)
         self.routes: list[Route] = []  # the application's (`build_app`), for 405's Allow
+        self.state = StateFile(service.store.database)
 
     def guarded(self, handler: Handler, *, open_route: bool = False) -> Handler:
         """`handler` behind the token check, its refusals answered as JSON errors."""
@@ -201,6 +203,10 @@ class _Api:
                     and not self.tokens.allows(request.headers.get("authorization"))
                 ):
                     raise Refused(401, (UNAUTHORIZED,))
+                if request.method in ("POST", "DELETE"):  # a write to a state gone: lost
+                    gone = self.state.refusal()
+                    if gone is not None:
+                        raise gone
                 return await handler(request)
             except Exception as error:
                 refusal = answered(error, request.method, request.url.path)
@@ -312,6 +318,9 @@ class _Api:
         return JSONResponse(self.openapi)
 
     async def health(self, request: Request) -> Response:
+        gone = self.state.refusal()
+        if gone is not None:
+            raise gone
         return JSONResponse({"status": "ok", "pipelines": len(self.service.pipelines)})
 
     async def metrics(self, request: Request) -> Response:
