@@ -182,6 +182,9 @@ SERVE_BUSY = "CD447"  # a request past the connections the server takes at once 
 SERVE_UVICORN_UNSUPPORTED = "CD448"  # the installed uvicorn lacks a part the HTTP edge uses
 SERVE_MCP_NOT_ACCEPTABLE = "CD449"  # an MCP POST's Accept lacks JSON or SSE (406)
 SERVE_MCP_PROTOCOL_VERSION = "CD460"  # an MCP POST's MCP-Protocol-Version is not one spoken (400)
+# `converge-dsl serve`: more refusals of a served request (461 to 469)
+SERVE_TOKENS_UNUSABLE = "CD461"  # the --token-file went missing or bad while serving (503)
+SERVE_EVENT_NOT_GIVEN = "CD462"  # a Last-Event-ID past every event the run has been given (400)
 
 # --- CD5xx pack checks --------------------------------------------------------------
 LOCK_MISSING = "CD500"  # the pipeline declares packs but its lock file is missing

@@ -52,8 +52,10 @@ from ._bodies import BODY_S, parse_json, read_body
 from ._idempotency import IdempotencyKey, checked_key
 from ._openapi import document, inputs_schema
 from ._requests import Problem, Refused, decisions_request, failed, refused, run_request
+from ._state_file import StateFile
 from ._store import FINISHED, RunRow
-from ._tokens import Tokens
+from ._streams import event_stream, last_event
+from ._tokens import TokenFile
 
 if TYPE_CHECKING:
     from starlette.types import Message, Receive, Scope, Send
@@ -61,10 +63,7 @@ if TYPE_CHECKING:
     from ._service import RunService
 
 RUN_ID = re.compile(r"[0-9a-f]{32}")
-# How long an event stream waits for news before it sends a keep-alive comment.
-KEEPALIVE_S = 15.0
-# How often an event stream looks whether a queued run has started.
-QUEUED_POLL_S = 0.05
+_CATCH_ALL = "/{rest:path}"  # the route of every other path: 404 (or 405) as JSON
 # The reconnection time (`retry:`, in ms) an `error` event gives an `EventSource` that
 # its page does not close: not back at once into the fault that ended its stream.
 ERROR_RETRY_MS = 30_000
@@ -101,8 +100,6 @@ def _idempotency_key(request: Request) -> IdempotencyKey | None:
 
 
 _WAIT = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
-# A Last-Event-ID the service could have sent: an event's number (SQLite's integers).
-_EVENT_ID = re.compile(r"[0-9]{1,18}")
 
 
 def _wait_asked(request: Request) -> bool:
@@ -122,21 +119,14 @@ def _wait_asked(request: Request) -> bool:
     return asked == {True}
 
 
-def _last_event(request: Request) -> int:
-    """The number of the last event the client has (`Last-Event-ID`), -1 without one; 400
-    (CD309) when it is not an event's number."""
-    header = request.headers.get("last-event-id")
-    if header is None or not header.strip():
-        return -1
-    if _EVENT_ID.fullmatch(header.strip()) is None:
-        raise refused(
-            400,
-            codes.SERVE_BAD_PARAMETER,
-            f"Last-Event-ID {header[:40]!r} is not the number of an event",
-            "",
-            "send the `id:` of the last event received, or no Last-Event-ID to start over",
-        )
-    return int(header)
+def _no_events(run: str) -> Refused:
+    return refused(
+        404,
+        codes.SERVE_NOT_FOUND,
+        f"run {run!r} has no events yet",
+        "",
+        "ask again once the run has started",
+    )
 
 
 def known_run(service: RunService, ident: str) -> str:
@@ -193,11 +183,13 @@ Handler = Callable[[Request], Awaitable[Response]]
 class _Api:
     """The route handlers over one service (see the module docstring)."""
 
-    def __init__(self, service: RunService, tokens: Tokens | None, limits: HttpLimits) -> None:
+    def __init__(self, service: RunService, tokens: TokenFile | None, limits: HttpLimits) -> None:
         self.service = service
         self.tokens = tokens
         self.limits = limits
         self.openapi = document(service.pipelines)
+        self.routes: list[Route] = []  # the application's (`build_app`), for 405's Allow
+        self.state = StateFile(service.store.database)
 
     def guarded(self, handler: Handler, *, open_route: bool = False) -> Handler:
         """`handler` behind the token check, its refusals answered as JSON errors."""
@@ -211,6 +203,10 @@ class _Api:
                     and not self.tokens.allows(request.headers.get("authorization"))
                 ):
                     raise Refused(401, (UNAUTHORIZED,))
+                if request.method in ("POST", "DELETE"):  # a write to a state gone: lost
+                    gone = self.state.refusal()
+                    if gone is not None:
+                        raise gone
                 return await handler(request)
             except Exception as error:
                 refusal = answered(error, request.method, request.url.path)
@@ -277,7 +273,7 @@ class _Api:
 
     async def events(self, request: Request) -> Response:
         ident = self.run_id(request)
-        last = _last_event(request)
+        last = last_event(request, self.service, ident)
         stream = event_stream(self.service, ident, last)
         return StreamingResponse(
             faults_as_events(stream, self.service.redact, request.url.path),
@@ -286,19 +282,24 @@ class _Api:
         )
 
     async def report(self, request: Request) -> Response:
+        """The run's HTML report, built from its events; a HEAD the GET's status and
+        headers without building it: its length is known only once built, so the HEAD
+        has no Content-Length (RFC 9110 §9.3.2 lets it leave out what only the content
+        makes)."""
         ident = self.run_id(request)
-        lines = [line for _, line in self.service.store.events(ident)]
         live = self.service.live(ident)
+        if request.method == "HEAD":
+            stored = self.service.store.next_event(ident)  # 0: no event stored
+            if not stored and (live is None or not live.records):
+                raise _no_events(ident)
+            head = HTMLResponse(None)
+            del head.headers["content-length"]
+            return head
+        lines = [line for _, line in self.service.store.events(ident)]
         if live is not None:
             lines += live.pending()
         if not lines:
-            raise refused(
-                404,
-                codes.SERVE_NOT_FOUND,
-                f"run {ident!r} has no events yet",
-                "",
-                "ask again once the run has started",
-            )
+            raise _no_events(ident)
         return HTMLResponse(await asyncio.to_thread(_render, lines))
 
     async def pipelines(self, request: Request) -> Response:
@@ -317,6 +318,9 @@ class _Api:
         return JSONResponse(self.openapi)
 
     async def health(self, request: Request) -> Response:
+        gone = self.state.refusal()
+        if gone is not None:
+            raise gone
         return JSONResponse({"status": "ok", "pipelines": len(self.service.pipelines)})
 
     async def metrics(self, request: Request) -> Response:
@@ -332,12 +336,30 @@ class _Api:
         """A refusal Starlette makes itself (a method a route does not take: 405) as the
         service's JSON errors, rather than its plain text."""
         assert isinstance(exc, HTTPException)
-        allowed = (exc.headers or {}).get("Allow")
+        # Starlette's Allow names the methods of the first route of the path only
+        allowed = self.allowed(request) if exc.status_code == 405 else None
+        return self.refusal(request, exc.status_code, str(exc.detail), allowed)
+
+    def allowed(self, request: Request) -> str | None:
+        """The methods the routes of the request's path take, all of them (None when no
+        route but the catch-all has that path)."""
+        path = request.url.path
+        methods = {
+            method
+            for route in self.routes
+            if route.path != _CATCH_ALL and route.methods and route.path_regex.match(path)
+            for method in route.methods
+        }
+        return ", ".join(sorted(methods)) if methods else None
+
+    def refusal(self, request: Request, status: int, detail: str, allowed: str | None) -> Response:
+        """A refusal of the request's method or path as the service's JSON errors (405
+        with the `Allow` header when `allowed`)."""
         hint = f"{request.url.path[:100]} takes {allowed}" if allowed else None
         error = refused(
-            exc.status_code,
+            status,
             codes.SERVE_NOT_FOUND,
-            f"{request.method[:20]} {request.url.path[:100]!r}: {exc.detail}",
+            f"{request.method[:20]} {request.url.path[:100]!r}: {detail}",
             "",
             hint,
         )
@@ -353,6 +375,11 @@ class _Api:
         return problems_response(Refused(500, (INTERNAL_ERROR,)), self.service.redact)
 
     async def not_found(self, request: Request) -> Response:
+        """404, or 405 for a path a route has, with a method it does not take (the
+        catch-all takes the methods of the API, before Starlette could refuse them)."""
+        allowed = self.allowed(request)
+        if allowed is not None:
+            return self.refusal(request, 405, "Method Not Allowed", allowed)
         raise refused(
             404,
             codes.SERVE_NOT_FOUND,
@@ -451,7 +478,7 @@ INTERNAL_ERROR = Problem(
 
 def build_app(
     service: RunService,
-    tokens: Tokens | None,
+    tokens: TokenFile | None,
     limits: HttpLimits,
     mcp: Endpoint | None = None,
 ) -> Starlette:
@@ -484,11 +511,12 @@ def build_app(
         Route("/metrics", guarded(api.metrics), methods=["GET"]),
         *([] if mcp is None else [Route(mcp.path, FaultsAnswered(mcp, service.redact))]),
         Route(
-            "/{rest:path}",
+            _CATCH_ALL,
             guarded(api.not_found),
             methods=["GET", "POST", "DELETE", "PUT", "PATCH"],
         ),
     ]
+    api.routes = routes
     return Starlette(
         routes=routes,
         lifespan=lifespan,
@@ -503,42 +531,3 @@ def _render(lines: list[str]) -> str:
         path = Path(folder) / "trace.jsonl"
         path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         return render_report(path)
-
-
-async def event_stream(service: RunService, run: str, last: int) -> AsyncIterator[str]:
-    """The run's events after `last`: stored ones, then live ones as they come; then `end`.
-
-    The stream ends when the run stops or pauses; until then a comment every
-    `KEEPALIVE_S` keeps idle connections open (a client that goes away ends it).
-    """
-    waited = 0.0
-    while True:
-        for seq, line in service.store.events(run, last):
-            yield f"id: {seq}\ndata: {line}\n\n"
-            last = seq
-        live = service.live(run)
-        if live is not None:
-            for seq, line in live.after(last):
-                yield f"id: {seq}\ndata: {line}\n\n"
-                last = seq
-            if not live.ended:
-                await live.changed(last, KEEPALIVE_S)
-                if not live.after(last) and not live.ended:
-                    yield ": keep-alive\n\n"
-                continue
-        row = service.store.get(run)
-        if row is None or row.status in FINISHED or row.status == "paused":
-            for seq, line in service.store.events(run, last):
-                yield f"id: {seq}\ndata: {line}\n\n"
-                last = seq
-            end = {
-                "status": None if row is None else row.status,
-                "stop_reason": None if row is None else row.stop_reason,
-            }
-            yield f"event: end\ndata: {json.dumps(end)}\n\n"
-            return
-        waited += QUEUED_POLL_S  # queued: not started yet
-        if waited >= KEEPALIVE_S:
-            waited = 0.0
-            yield ": keep-alive\n\n"
-        await asyncio.sleep(QUEUED_POLL_S)

@@ -59,7 +59,6 @@ from ._app import (
     UNAUTHORIZED,
     HttpLimits,
     answered,
-    event_stream,
     known_run,
     problems_response,
     redacted_problem,
@@ -82,6 +81,7 @@ from ._mcp_runs import (
 from ._openapi import inputs_schema, run_schema
 from ._requests import Problem, Refused, refused, run_request
 from ._store import FINISHED, RunRow
+from ._streams import event_stream
 
 if TYPE_CHECKING:
     from mcp import types
@@ -92,7 +92,7 @@ if TYPE_CHECKING:
     from starlette.types import Message, Receive, Scope, Send
 
     from ._service import RunService
-    from ._tokens import Tokens
+    from ._tokens import TokenFile
 
 MCP_PATH = "/mcp"
 # The names a `Host` header may give a server on a loopback address (with a port).
@@ -150,7 +150,7 @@ class McpEndpoint:
     def __init__(
         self,
         service: RunService,
-        tokens: Tokens | None,
+        tokens: TokenFile | None,
         limits: HttpLimits,
         *,
         loopback: bool,

@@ -11,7 +11,7 @@ it started; queue depth and runs in progress are read when asked.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
@@ -34,15 +34,22 @@ class Histogram:
 
 
 class Metrics:
-    """The counters of this process (see the module docstring)."""
+    """The counters of this process (see the module docstring). Each of `pipelines` (the
+    served ones) has its lines in every family by pipeline from the start, at 0: a
+    series that appears only at its first increment hides that increment from `rate()`
+    and `increase()`, and a pipeline no run of which stopped yet would have none."""
 
-    def __init__(self) -> None:
+    def __init__(self, pipelines: Iterable[str] = ()) -> None:
         self.model_calls: dict[str, int] = defaultdict(int)
         self.tokens: dict[tuple[str, str], int] = defaultdict(int)
         self.rejections: dict[str, int] = defaultdict(int)
         self.run_seconds: dict[str, Histogram] = defaultdict(Histogram)
         self.latency = Histogram()
         self._submitted: dict[str, float] = {}
+        for pipeline in pipelines:
+            self.model_calls[pipeline] = self.rejections[pipeline] = 0
+            self.tokens[pipeline, "input"] = self.tokens[pipeline, "output"] = 0
+            self.run_seconds[pipeline] = Histogram()
 
     def submitted(self, run: str, now: float) -> None:
         """`run` was queued (or queued again by a decision) at `now`."""

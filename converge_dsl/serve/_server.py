@@ -6,13 +6,14 @@ key schemas compiled (an invalid one raises its `PipelineInvalid`, every
 file's problems at once, which the command line prints as `validate` does;
 suggestors compile at a pipeline's first run, then once per inputs), names
 must be unique (CD994), and with `mcp` their MCP tool names too (CD436),
-tokens are read (CD992), a non-loopback host needs tokens, the executor's
-options fit (CD433, CD999), and the state opens (CD993). `serve(options)`
-checks the installed uvicorn (CD448), starts the workers of `--executor
-process|ray` (a worker that cannot start stops it: CD999), binds the socket,
-runs uvicorn, says where it listens once it serves, and returns after SIGINT
-or SIGTERM (closing the workers); the runs in flight then continue at the next
-start on the same state.
+tokens are read (CD992; `_tokens.TokenFile` reads them again when the file
+changes), a non-loopback host needs tokens, the executor's options fit
+(CD433, CD999), and the state opens (CD993). `serve(options)` checks the
+installed uvicorn (CD448), starts the workers of `--executor process|ray` (a
+worker that cannot start stops it: CD999), binds the socket, runs uvicorn,
+says where it listens once it serves, and returns after SIGINT or SIGTERM
+(closing the workers); the runs in flight then continue at the next start on
+the same state.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from ._executors import start as start_workers
 from ._limits import Limits, Retention
 from ._service import RunService
 from ._store import RunStore
-from ._tokens import Tokens, read_tokens
+from ._tokens import TokenFile
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -73,9 +74,9 @@ class Prepared:
     names: tuple[str, ...]
 
 
-def _secrets(pipelines: Sequence[Pipeline], plain: Sequence[str]) -> tuple[str, ...]:
-    """The values never to show in an error: the tokens, and the models' API keys."""
-    out = list(plain)
+def _secrets(pipelines: Sequence[Pipeline]) -> tuple[str, ...]:
+    """The models' API keys: values never to show in an error (as the tokens)."""
+    out: list[str] = []
     for pipeline in pipelines:
         for model in pipeline.document.data.get("models", {}).values():
             if isinstance(model, dict):
@@ -95,10 +96,7 @@ def prepare(options: ServeOptions) -> Prepared:
     from ._app import HttpLimits, build_app
 
     options.executor.check()
-    tokens: Tokens | None = None
-    plain: tuple[str, ...] = ()
-    if options.token_file is not None:
-        tokens, plain = read_tokens(options.token_file)
+    tokens = None if options.token_file is None else TokenFile(options.token_file)
     if tokens is None and not _loopback(options.host):
         raise ServeRefused(
             codes.SERVE_TOKEN_FILE,
@@ -136,7 +134,7 @@ def prepare(options: ServeOptions) -> Prepared:
         from ._mcp import tool_names
 
         tool_names(loaded)  # before the state opens: two pipelines as one tool stop the start
-    secrets = _secrets(list(loaded.values()), plain)
+    secrets = _secrets(list(loaded.values()))
     store = RunStore(options.state)
     service = RunService(
         loaded,
@@ -145,7 +143,8 @@ def prepare(options: ServeOptions) -> Prepared:
         options.limits,
         clock=SystemClock(),
         new_id=lambda: os.urandom(16).hex(),  # 32 random hex digits, as `uuid4().hex`
-        redact=lambda text: redact_text(text, secrets),
+        # the tokens the file holds now, and those it held (revoked ones stay secrets)
+        redact=lambda text: redact_text(text, (*secrets, *(tokens.plain if tokens else ()))),
         retention=options.retention,
         workers=workers(options.executor, loaded, store.database),
         run_threads=options.executor.threads,

@@ -103,7 +103,7 @@ class RunService:
         self._strikes: dict[str, int] = {}
         self._retention = retention or Retention()
         self.store = store
-        self.metrics = Metrics()
+        self.metrics = Metrics(self.pipelines)
         self._state = state
         self._limits = limits
         self._clock = clock

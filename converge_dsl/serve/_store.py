@@ -459,12 +459,13 @@ class RunStore:
         return cursor.rowcount == 1
 
     def decide(self, run: str, decisions: Mapping[str, bool], now: float) -> bool:
-        """Queue a paused run again with `decisions`; False if it is not paused."""
+        """Queue a paused run again with `decisions`; False if it is not paused. The pause's
+        stop reason and result go: a queued (then running) run has none until it stops."""
         self._committed(run)
         with self._transaction(autocommit=True) as db:
             cursor = db.execute(
-                "UPDATE runs SET status = 'queued', decisions = ?, updated = ? "
-                "WHERE id = ? AND status = 'paused'",
+                "UPDATE runs SET status = 'queued', stop_reason = NULL, result = NULL, "
+                "decisions = ?, updated = ? WHERE id = ? AND status = 'paused'",
                 (json.dumps(dict(decisions)), now, run),
             )
         return cursor.rowcount == 1

@@ -1,26 +1,48 @@
-"""Bearer tokens: read once from `--token-file`, kept only as SHA-256 digests.
+"""Bearer tokens of `--token-file`, kept only as SHA-256 digests, seen again when it changes.
 
 The file holds one token a line (blank lines and `#` comments skipped); a
 line `sha256:HEX` is a token's digest already (so the file need not hold
 the token itself). `Tokens.allows(header)` compares the digest of the
 presented token with each kept digest in constant time
 (`hmac.compare_digest`), checking them all whichever matches.
+
+`TokenFile` is the file while the service runs. It is read at the start
+(`read_tokens`: a bad file stops the start, CD992). Each request's check then
+stats the file (a symbolic link followed, as Kubernetes swaps a mounted
+secret) and reads it again only when its identity (device, inode, size,
+mtime_ns, ctime_ns) changed since the last read, or when that read came
+within `RACY_NS` of the file's mtime: a write in the same timestamp tick
+would leave the identity as it was (git's "racily clean" index entries).
+While the file is missing, unreadable or invalid, no request is let in on
+the tokens it held before (fail closed): each is answered 503 with CD461 and
+`Retry-After` until the file holds tokens again, and the server's log says so
+once for each change of what it found, never for each request.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
+import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from converge_dsl import codes
-from converge_dsl._reading import read_text
+from converge_dsl._reading import ReadRefused, read_text
 
 from ._errors import ServeRefused
+from ._requests import Problem, Refused
 
 _PREFIX = "sha256:"
 _CAP = 1 << 20
+# The coarsest file timestamps in common use (FAT's 2 s): a file whose mtime is this
+# near the time it was read is read again at the next check.
+RACY_NS = 2_000_000_000
+# The Retry-After of a request refused while the token file cannot be used (seconds).
+UNUSABLE_RETRY_S = 5
 
 
 def digest(token: str) -> str:
@@ -29,7 +51,7 @@ def digest(token: str) -> str:
 
 @dataclass(frozen=True)
 class Tokens:
-    """The digests of the tokens that may call the service (`None`: no token needed)."""
+    """The digests of the tokens that may call the service."""
 
     digests: tuple[str, ...]
 
@@ -42,14 +64,11 @@ class Tokens:
         return allowed
 
 
-def read_tokens(path: Path) -> tuple[Tokens, tuple[str, ...]]:
-    """The tokens of `path` and the plain ones it held (for the redactor); `UsageError` CD992."""
-    try:
-        text = read_text(path, "--token-file", cap=_CAP)
-    except UnicodeDecodeError:
-        raise _unusable(path, "it is not UTF-8 text") from None
-    except OSError as exc:
-        raise _unusable(path, f"it cannot be read ({exc.strerror or exc})") from None
+class _Unusable(Exception):
+    """Why a token file's text cannot be used (its words, for CD992 or the log)."""
+
+
+def _parse(text: str) -> tuple[Tokens, tuple[str, ...]]:
     digests: list[str] = []
     plain: list[str] = []
     for number, raw in enumerate(text.splitlines(), 1):
@@ -59,16 +78,36 @@ def read_tokens(path: Path) -> tuple[Tokens, tuple[str, ...]]:
         if line.startswith(_PREFIX):
             value = line[len(_PREFIX) :].lower()
             if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
-                raise _unusable(path, f"line {number} is not sha256: and 64 hex digits")
+                raise _Unusable(f"line {number} is not sha256: and 64 hex digits")
             digests.append(value)
             continue
         if len(line) < 16 or any(c.isspace() for c in line):
-            raise _unusable(path, f"line {number} is not a token of 16 or more characters")
+            raise _Unusable(f"line {number} is not a token of 16 or more characters")
         digests.append(digest(line))
         plain.append(line)
     if not digests:
-        raise _unusable(path, "it holds no token")
+        raise _Unusable("it holds no token")
     return Tokens(tuple(digests)), tuple(plain)
+
+
+def _read(path: Path) -> tuple[Tokens, tuple[str, ...]]:
+    """The tokens of `path`; `_Unusable` when it cannot be read as a token file (a FIFO
+    or a file over the cap stays the `ReadRefused` it is)."""
+    try:
+        text = read_text(path, "--token-file", cap=_CAP)
+    except UnicodeDecodeError:
+        raise _Unusable("it is not UTF-8 text") from None
+    except OSError as exc:
+        raise _Unusable(f"it cannot be read ({exc.strerror or exc})") from None
+    return _parse(text)
+
+
+def read_tokens(path: Path) -> tuple[Tokens, tuple[str, ...]]:
+    """The tokens of `path` and the plain ones it held (for the redactor); `UsageError` CD992."""
+    try:
+        return _read(path)
+    except _Unusable as exc:
+        raise _unusable(path, str(exc)) from None
 
 
 def _unusable(path: Path, reason: str) -> ServeRefused:
@@ -78,3 +117,100 @@ def _unusable(path: Path, reason: str) -> ServeRefused:
         hint="one token a line (16 or more characters, e.g. from `openssl rand -hex 32`), "
         "or sha256:HEX of one",
     )
+
+
+UNUSABLE = Problem(
+    codes.SERVE_TOKENS_UNUSABLE,
+    "the service cannot check bearer tokens now: its token file is missing, unreadable or "
+    "holds no valid token, and no request is let in on the tokens it held before",
+    "",
+    "retry after the seconds Retry-After gives; the server's log says what is wrong with "
+    "its --token-file, for its operator to mend",
+)
+
+_Identity = tuple[int, int, int, int, int]
+
+
+class TokenFile:
+    """The tokens of `--token-file` while the service runs (see the module docstring).
+
+    `allows(header)` says whether the header's bearer token is one of the file's as it
+    is now, or raises the 503 `Refused` (CD461) while the file cannot be used. `plain`
+    holds every plain token the file has held since the start (the redactor masks
+    them, revoked ones too). `now` is the wall clock file timestamps are compared with.
+    """
+
+    def __init__(self, path: Path, *, now: Callable[[], int] = time.time_ns) -> None:
+        self.path = path
+        self._now = now
+        identity = self._identity()
+        self._tokens: Tokens | None
+        self._tokens, plain = read_tokens(path)
+        self.plain: tuple[str, ...] = plain
+        self._seen = self._trusted(identity)
+        self._problem: str | None = None
+
+    def _identity(self) -> _Identity | OSError:
+        try:
+            st = os.stat(self.path)
+        except OSError as exc:
+            return exc
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def _trusted(self, identity: _Identity | OSError) -> _Identity | None:
+        """`identity` if a read after it cannot have missed a write; else None (read again
+        at the next check)."""
+        if isinstance(identity, OSError) or abs(self._now() - identity[3]) < RACY_NS:
+            return None
+        return identity
+
+    def allows(self, authorization: str | None) -> bool:
+        identity = self._identity()
+        if identity != self._seen:  # an error or a change (never equal to an error)
+            self._reread(identity)
+        if self._tokens is None:
+            raise Refused(503, (UNUSABLE,), retry_after=UNUSABLE_RETRY_S)
+        return self._tokens.allows(authorization)
+
+    def _reread(self, identity: _Identity | OSError) -> None:
+        tokens: Tokens | None
+        plain: tuple[str, ...]
+        if isinstance(identity, OSError):
+            problem = self._problem_of(identity)
+            tokens, plain = None, ()
+        else:
+            try:
+                tokens, plain = _read(self.path)
+                problem = None
+            except (_Unusable, ReadRefused) as exc:
+                problem = self._problem_of(exc)
+                tokens, plain = None, ()
+        before = self._tokens
+        self._seen = self._trusted(identity)
+        self._tokens = tokens
+        self.plain = tuple(dict.fromkeys((*self.plain, *plain)))
+        log = logging.getLogger("uvicorn.error")
+        shown = repr(str(self.path))
+        if problem is not None:
+            if problem != self._problem:
+                log.error(
+                    "--token-file %s cannot be used: %s; every request that needs a token is "
+                    "refused (503, %s) until it holds tokens again",
+                    shown,
+                    problem,
+                    codes.SERVE_TOKENS_UNUSABLE,
+                )
+        elif self._problem is not None or tokens != before:
+            count = len(tokens.digests) if tokens is not None else 0
+            log.warning("--token-file %s read again: %d token(s) let in from now", shown, count)
+        self._problem = problem
+
+    @staticmethod
+    def _problem_of(error: Exception) -> str:
+        if isinstance(error, FileNotFoundError):
+            return "it is missing"
+        if isinstance(error, OSError):
+            return f"it cannot be read ({error.strerror or error})"
+        if isinstance(error, ReadRefused):
+            return error.reason
+        return str(error)

@@ -89,6 +89,47 @@ def test_events_stream_and_resume_with_last_event_id(
     assert [int(b.split("\n")[0][4:]) for b in resumed] == ids[-2:]
 
 
+def test_a_last_event_id_past_the_runs_events_is_a_400_whatever_its_status(
+    served: tuple[str, dict[str, str]],
+) -> None:
+    """A number past every event a run has been given cannot come from its stream: 400
+    (CD462) for a finished run, a paused one and one running (whose next events may
+    still come); the number of its last event resumes after it."""
+    url, headers = served
+    with client(url, headers) as http:
+
+        def resumed(run: str, last: int) -> httpx.Response:
+            headers = {"Last-Event-ID": str(last)}
+            return http.get(f"/v1/runs/{run}/events", headers=headers)
+
+        def refused(run: str, last: int, held: str) -> None:
+            answer = resumed(run, last)
+            assert answer.status_code == 400, answer.text
+            (problem,) = answer.json()["errors"]
+            assert problem["code"] == "CD462"
+            assert problem["message"] == (
+                f"Last-Event-ID {last} is no event run {run!r} has been given (its events: {held})"
+            )
+            assert "no Last-Event-ID" in problem["hint"]
+
+        done = http.post("/v1/pipelines/echo/runs?wait=true", json={"inputs": {"text": "a"}})
+        paused = http.post("/v1/pipelines/gated/runs?wait=true")
+        for run in (done.json()["id"], paused.json()["id"]):
+            ids = [int(line[4:]) for line in resumed(run, 0).text.split("\n") if "id: " in line]
+            last = ids[-1]
+            assert resumed(run, last).text.startswith("event: end\n")
+            refused(run, last + 1, f"numbered 0 to {last}")
+        running = http.post("/v1/pipelines/slow/runs").json()["id"]
+        with http.stream("GET", f"/v1/runs/{running}/events") as stream:
+            for line in stream.iter_lines():
+                if line.startswith("id: "):
+                    seen = int(line[4:])
+                if '"type":"model_call_started"' in line:  # its model call takes 3 s
+                    break
+            refused(running, seen + 1, f"numbered 0 to {seen}")
+        assert resumed(running, seen).text.startswith(f"id: {seen + 1}\n")
+
+
 def test_report_is_the_html_report_of_the_run(served: tuple[str, dict[str, str]]) -> None:
     url, headers = served
     with client(url, headers) as http:
@@ -98,6 +139,40 @@ def test_report_is_the_html_report_of_the_run(served: tuple[str, dict[str, str]]
     assert page.headers["content-type"].startswith("text/html")
     assert "converge-dsl run report" in page.text
     assert "echo" in page.text
+
+
+def test_a_head_of_the_report_does_not_build_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HEAD answers the GET's status and content type without building the page (it
+    built the whole report to send none of it), and no Content-Length, which only the
+    built page has; a run without events is the GET's 404."""
+    from converge_dsl.serve import _app
+    from converge_dsl.serve._app import HttpLimits
+
+    from .conftest import in_process
+
+    built: list[int] = []
+    render = _app._render
+
+    def counted(lines: list[str]) -> str:
+        built.append(len(lines))
+        return render(lines)
+
+    monkeypatch.setattr(_app, "_render", counted)
+    with in_process(tmp_path / "state", HttpLimits()) as url, httpx.Client(base_url=url) as c:
+        run = c.post("/v1/pipelines/echo/runs?wait=true", json={"inputs": {"text": "a"}})
+        path = f"/v1/runs/{run.json()['id']}/report"
+        head = c.head(path)
+        assert (head.status_code, built) == (200, [])
+        assert head.headers["content-type"] == "text/html; charset=utf-8"
+        assert "content-length" not in head.headers
+        assert "transfer-encoding" not in head.headers
+        page = c.get(path)
+        assert len(built) == 1
+        assert int(page.headers["content-length"]) == len(page.content)
+        missing = c.head("/v1/runs/0123456789abcdef0123456789abcdef/report")
+        assert missing.status_code == 404
 
 
 def test_cancel_a_running_run(served: tuple[str, dict[str, str]]) -> None:
@@ -148,6 +223,14 @@ def test_pause_decision_resume(served: tuple[str, dict[str, str]]) -> None:
         assert unknown.json()["errors"][0]["hint"] == "pending: s1, s2"
         half = http.post(f"/v1/runs/{ident}/decisions", json={"approve": ["s1"]})
         assert half.status_code == 200
+        # queued again: the pause's result and stop reason are not shown beside `queued`
+        assert half.json() == {
+            "id": ident,
+            "pipeline": "gated",
+            "status": "queued",
+            "stop_reason": None,
+            "attempts": 1,
+        }
         deadline = time.monotonic() + 20
         while (run := http.get(f"/v1/runs/{ident}").json())["status"] != "paused":
             assert time.monotonic() < deadline
@@ -537,24 +620,40 @@ def test_an_odd_wait_or_last_event_id_is_a_400_and_queues_nothing(
             assert answer.status_code == 400, value
             assert answer.json()["errors"][0]["code"] == "CD309"
         events = http.get(f"/v1/runs/{run}/events", headers={"Last-Event-ID": "999999999999"})
-        assert events.status_code == 200
-        assert events.text.startswith("event: end\n")
+        assert events.status_code == 400
+        assert events.json()["errors"][0]["code"] == "CD462"
         assert http.get("/healthz").status_code == 200
     with contextlib.closing(sqlite3.connect(tmp_path / "state" / "runs.sqlite3")) as db:
         assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
 
 
 def test_a_method_no_route_takes_is_a_json_405(served: tuple[str, dict[str, str]]) -> None:
+    """Any method a route's path does not take, the API's own methods too (they were a 404
+    "no route" for a path that has one), its Allow naming every method of that path
+    (Starlette's named those of the first route of it)."""
     url, headers = served
+    run = "0123456789abcdef0123456789abcdef"
+    asked = [
+        ("OPTIONS", "/v1/pipelines", "GET, HEAD"),
+        ("TRACE", "/v1/pipelines", "GET, HEAD"),
+        ("PUT", "/v1/pipelines", "GET, HEAD"),
+        ("DELETE", "/v1/pipelines", "GET, HEAD"),
+        ("POST", "/healthz", "GET, HEAD"),
+        ("PATCH", f"/v1/runs/{run}", "DELETE, GET, HEAD"),
+        ("OPTIONS", f"/v1/runs/{run}", "DELETE, GET, HEAD"),
+        ("GET", f"/v1/runs/{run}/decisions", "POST"),
+    ]
     with client(url, headers) as http:
-        for method in ("OPTIONS", "TRACE"):
-            answer = http.request(method, "/v1/pipelines")
-            assert answer.status_code == 405, method
+        for method, path, allowed in asked:
+            answer = http.request(method, path)
+            assert answer.status_code == 405, (method, path)
             assert answer.headers["content-type"] == "application/json"
             (problem,) = answer.json()["errors"]
             assert problem["code"] == "CD990"
-            assert problem["message"] == f"{method} '/v1/pipelines': Method Not Allowed"
-            assert answer.headers["allow"] == problem["hint"].rsplit(" takes ", 1)[1]
+            assert problem["message"] == f"{method} {path!r}: Method Not Allowed"
+            assert answer.headers["allow"] == allowed
+            assert problem["hint"] == f"{path} takes {allowed}"
+        assert http.put("/v1/nothing").status_code == 404
 
 
 def test_a_body_of_json_null_is_no_object(served: tuple[str, dict[str, str]]) -> None:

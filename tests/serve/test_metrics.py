@@ -67,3 +67,26 @@ def test_every_stop_of_a_run_is_a_latency_even_after_a_pause_or_a_cancel(
         assert http.delete(f"/v1/runs/{queued}").json()["status"] == "cancelled"
         assert _latencies(http) == 3
         http.delete(f"/v1/runs/{running}")
+
+
+def test_every_served_pipeline_has_its_lines_at_zero_from_the_start(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """Before any run stopped: model calls, tokens, 429s and run seconds of each served
+    pipeline at 0 (they appeared at a pipeline's first run, so `rate()` missed it)."""
+    server = Server([DATA / "gated.yaml", DATA / "echo.yaml"], tmp_path / "state")
+    servers.append(server)
+    with httpx.Client(base_url=server.ready(), timeout=30) as http:
+        lines = http.get("/metrics").text.splitlines()
+    for pipeline in ("echo", "gated"):
+        label = f'pipeline="{pipeline}"'
+        for line in (
+            f"converge_model_calls_total{{{label}}} 0",
+            f'converge_tokens_total{{{label},direction="input"}} 0',
+            f'converge_tokens_total{{{label},direction="output"}} 0',
+            f"converge_rejected_total{{{label}}} 0",
+            f'converge_run_seconds_bucket{{{label},le="+Inf"}} 0',
+            f"converge_run_seconds_count{{{label}}} 0",
+            f"converge_queue_depth{{{label}}} 0",
+        ):
+            assert line in lines, line

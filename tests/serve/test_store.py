@@ -118,6 +118,11 @@ def test_recover_queues_running_runs_and_keeps_paused_ones(tmp_path: Path) -> No
     decided = again.get("b")
     assert decided is not None
     assert decided.decisions == {"s1": True}
+    # queued again: the pause's stop reason and result are no longer the run's
+    assert (decided.status, decided.stop_reason, decided.result) == ("queued", None, None)
+    started = again.start("b", 6.0)
+    assert started is not None
+    assert (started.status, started.stop_reason, started.result) == ("running", None, None)
 
 
 def test_cancel_only_what_waits(tmp_path: Path) -> None:

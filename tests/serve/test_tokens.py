@@ -1,14 +1,22 @@
-"""Bearer tokens: kept hashed, compared in constant time, a bad file refused (CD992)."""
+"""Bearer tokens: kept hashed, compared in constant time, a bad file refused (CD992); the
+file read again when it changes, a file gone bad letting no request in (CD461)."""
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
 from pathlib import Path
 
+import httpx
 import pytest
 
+from converge_dsl.serve import _tokens
 from converge_dsl.serve._errors import ServeRefused
-from converge_dsl.serve._tokens import read_tokens
+from converge_dsl.serve._requests import Refused
+from converge_dsl.serve._tokens import RACY_NS, TokenFile, read_tokens
+
+from .conftest import DATA, Server, serve_with_token
 
 TOKEN = "a-token-of-enough-length"
 
@@ -48,3 +56,133 @@ def test_a_bad_token_file_is_refused(tmp_path: Path, text: str, reason: str) -> 
 def test_a_missing_token_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ServeRefused, match=r"CD992.*cannot be read"):
         read_tokens(tmp_path / "none")
+
+
+OLD_NS = 1_000_000_000_000_000_000  # a file timestamp long past (2001)
+
+
+def _settled(path: Path, text: str) -> None:
+    """`path` holding `text`, its mtime far in the past (no racy read)."""
+    path.write_text(text)
+    os.utime(path, ns=(OLD_NS, OLD_NS))
+
+
+def _counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The paths the token module reads from now on."""
+    reads: list[Path] = []
+    real = _tokens.read_text
+
+    def read_text(path: Path, what: str, *, cap: int) -> str:
+        reads.append(path)
+        return real(path, what, cap=cap)
+
+    monkeypatch.setattr(_tokens, "read_text", read_text)
+    return reads
+
+
+def _refusal(tokens: TokenFile, header: str) -> tuple[int, str]:
+    with pytest.raises(Refused) as caught:
+        tokens.allows(header)
+    return caught.value.status, caught.value.problems[0].code
+
+
+def test_a_changed_token_file_is_read_again(tmp_path: Path) -> None:
+    path = tmp_path / "tokens"
+    other = "another-token-1234567"
+    _settled(path, f"{TOKEN}\n{other}\n")
+    tokens = TokenFile(path)
+    assert tokens.allows(f"Bearer {other}")
+    _settled(path, f"{TOKEN}\n")  # revoked: the size, ctime (and mtime) changed
+    assert not tokens.allows(f"Bearer {other}")
+    assert tokens.allows(f"Bearer {TOKEN}")
+    assert tokens.plain == (TOKEN, other)  # a revoked token stays a secret to redact
+
+
+def test_an_unchanged_token_file_is_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "tokens"
+    _settled(path, f"{TOKEN}\n")
+    tokens = TokenFile(path)
+    reads = _counted_reads(monkeypatch)
+    for _ in range(5):
+        assert tokens.allows(f"Bearer {TOKEN}")
+    assert reads == []
+
+
+def test_a_token_file_written_in_its_timestamp_tick_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file read within RACY_NS of its mtime is read again at the next check: a write
+    in the same tick would not change its identity."""
+    path = tmp_path / "tokens"
+    _settled(path, f"{TOKEN}\n")
+    clock = [OLD_NS + RACY_NS // 2]
+    tokens = TokenFile(path, now=lambda: clock[0])
+    reads = _counted_reads(monkeypatch)
+    assert tokens.allows(f"Bearer {TOKEN}")
+    assert len(reads) == 1
+    clock[0] = OLD_NS + RACY_NS  # read once more, then trusted
+    assert tokens.allows(f"Bearer {TOKEN}")
+    assert tokens.allows(f"Bearer {TOKEN}")
+    assert len(reads) == 2
+
+
+def test_a_token_file_gone_bad_lets_no_request_in(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Missing, then invalid: 503 CD461 for every request, each problem logged once; a
+    file holding tokens again lets them in."""
+    path = tmp_path / "tokens"
+    _settled(path, f"{TOKEN}\n")
+    tokens = TokenFile(path)
+    path.unlink()
+    with caplog.at_level(logging.WARNING, logger="uvicorn.error"):
+        assert _refusal(tokens, f"Bearer {TOKEN}") == (503, "CD461")
+        assert _refusal(tokens, "Bearer another-token-1234567") == (503, "CD461")
+        _settled(path, "short\n")
+        assert _refusal(tokens, f"Bearer {TOKEN}") == (503, "CD461")
+        assert _refusal(tokens, f"Bearer {TOKEN}") == (503, "CD461")
+        _settled(path, f"{TOKEN}\n")
+        assert tokens.allows(f"Bearer {TOKEN}")
+        assert tokens.allows(f"Bearer {TOKEN}")
+    said = [record.getMessage() for record in caplog.records]
+    shown = repr(str(path))
+    assert said == [
+        f"--token-file {shown} cannot be used: it is missing; every request that needs a "
+        "token is refused (503, CD461) until it holds tokens again",
+        f"--token-file {shown} cannot be used: line 1 is not a token of 16 or more "
+        "characters; every request that needs a token is refused (503, CD461) until it "
+        "holds tokens again",
+        f"--token-file {shown} read again: 1 token(s) let in from now",
+    ]
+
+
+def test_a_served_token_file_is_seen_as_it_changes(tmp_path: Path, servers: list[Server]) -> None:
+    """Over HTTP: a token revoked in the file is refused at once, a file gone missing
+    lets no request in (503 CD461, said once in the server's log), one holding tokens
+    again lets them in; no restart."""
+    other = "b0ffee5e7b1d4a9f8e2c6b3a1d0f9e8c"
+    server = serve_with_token(tmp_path, servers, [DATA / "echo.yaml"], TOKEN)
+    path = tmp_path / "tokens"
+    path.write_text(f"{TOKEN}\n{other}\n")
+    with httpx.Client(base_url=server.ready(), timeout=10) as http:
+
+        def status(token: str) -> int:
+            headers = {"Authorization": f"Bearer {token}"}
+            return http.get("/v1/pipelines", headers=headers).status_code
+
+        assert status(other) == 200
+        path.write_text(f"{TOKEN}\n")
+        assert (status(other), status(TOKEN)) == (401, 200)
+        path.unlink()
+        gone = [http.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}) for _ in "ab"]
+        assert [answer.status_code for answer in gone] == [503, 503]
+        assert gone[0].json()["errors"][0]["code"] == "CD461"
+        assert gone[0].headers["retry-after"] == "5"
+        assert http.get("/healthz").status_code == 200  # no token needed, none checked
+        path.write_text(f"{other}\n")
+        assert (status(other), status(TOKEN)) == (200, 401)
+    server.stop()
+    logged = "".join(server.stderr)
+    assert logged.count("cannot be used: it is missing") == 1, logged

@@ -1,0 +1,64 @@
+"""Whether the service's state database is still the file its folder names.
+
+SQLite keeps writing to a database file that was deleted (or renamed away, or
+replaced) while it is open: a state folder removed while the server runs would
+take every run, pause and decision into a file no restart reads again.
+`StateFile(path)` records the file's identity (device, inode) when the service
+starts; `problem()` says, from one `stat`, why the file at `path` is no longer
+that one, or None while it is. The HTTP API refuses the requests that write
+(503, CD993) and `/healthz` answers 503 while there is a problem.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from converge_dsl import codes
+
+from ._requests import Refused, refused
+
+# The Retry-After of a request refused while the state is gone (seconds).
+GONE_RETRY_S = 30
+
+
+class StateFile:
+    """See the module docstring."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._identity = self._stat()
+
+    def _stat(self) -> tuple[int, int] | OSError:
+        try:
+            st = os.stat(self.path)
+        except OSError as exc:
+            return exc
+        return st.st_dev, st.st_ino
+
+    def problem(self) -> str | None:
+        now = self._stat()
+        if now == self._identity:
+            return None
+        if isinstance(now, FileNotFoundError):
+            return "was deleted while the service runs"
+        if isinstance(now, OSError):
+            return f"cannot be seen ({now.strerror or now})"
+        return "was replaced by another file while the service runs"
+
+    def refusal(self) -> Refused | None:
+        """The 503 (CD993) of a request that would write while there is a problem."""
+        problem = self.problem()
+        if problem is None:
+            return None
+        error = refused(
+            503,
+            codes.SERVE_STATE_UNUSABLE,
+            f"the service's state database {problem}: what it would store now is lost at "
+            "its next start",
+            "",
+            "restart the server on a state folder it can keep (runs it had stored before "
+            "are in the old folder, if it was moved)",
+        )
+        error.retry_after = GONE_RETRY_S
+        return error

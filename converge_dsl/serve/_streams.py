@@ -1,0 +1,115 @@
+"""A run's events as Server-Sent Events (`GET /v1/runs/{id}/events`): where a stream
+resumes (`last_event`, the `Last-Event-ID` checked against the run's events) and the
+stream itself (`event_stream`, also the MCP endpoint's progress of a run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from converge_dsl import codes
+
+from ._requests import refused
+from ._store import FINISHED
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from ._service import RunService
+
+# How long an event stream waits for news before it sends a keep-alive comment.
+KEEPALIVE_S = 15.0
+# How often an event stream looks whether a queued run has started.
+QUEUED_POLL_S = 0.05
+# A Last-Event-ID the service could have sent: an event's number (SQLite's integers).
+_EVENT_ID = re.compile(r"[0-9]{1,18}")
+
+
+def last_event(request: Request, service: RunService, run: str) -> int:
+    """The number of the last event of `run` the client has (`Last-Event-ID`), -1 without
+    one: 400 when it is not an event's number (CD309) or not one the run has been given
+    (CD462)."""
+    last = _header(request)
+    if last >= 0:
+        _check_given(service, run, last)
+    return last
+
+
+def _header(request: Request) -> int:
+    """The number of the last event the client has (`Last-Event-ID`), -1 without one; 400
+    (CD309) when it is not an event's number."""
+    header = request.headers.get("last-event-id")
+    if header is None or not header.strip():
+        return -1
+    if _EVENT_ID.fullmatch(header.strip()) is None:
+        raise refused(
+            400,
+            codes.SERVE_BAD_PARAMETER,
+            f"Last-Event-ID {header[:40]!r} is not the number of an event",
+            "",
+            "send the `id:` of the last event received, or no Last-Event-ID to start over",
+        )
+    return int(header)
+
+
+def _check_given(service: RunService, run: str, last: int) -> None:
+    """400 (CD462) unless event `last` is one `run` has been given: numbered below the
+    number its next event takes (its attempt in progress counted), whatever its status.
+    A number past them cannot have been sent by this service (the events a killed one
+    sent and had not stored are given their numbers again: docs/serve.md)."""
+    live = service.live(run)
+    given = service.store.next_event(run) if live is None else live.first + len(live.records)
+    if last < given:
+        return
+    held = f"numbered 0 to {given - 1}" if given else "none yet"
+    raise refused(
+        400,
+        codes.SERVE_EVENT_NOT_GIVEN,
+        f"Last-Event-ID {last} is no event run {run!r} has been given (its events: {held})",
+        "",
+        "send the `id:` of the last event this run's stream sent, or no Last-Event-ID to "
+        "read its events from the first",
+    )
+
+
+async def event_stream(service: RunService, run: str, last: int) -> AsyncIterator[str]:
+    """The run's events after `last`: stored ones, then live ones as they come; then `end`.
+
+    The stream ends when the run stops or pauses; until then a comment every
+    `KEEPALIVE_S` keeps idle connections open (a client that goes away ends it).
+    """
+    waited = 0.0
+    while True:
+        for seq, line in service.store.events(run, last):
+            yield f"id: {seq}\ndata: {line}\n\n"
+            last = seq
+        live = service.live(run)
+        if live is not None:
+            for seq, line in live.after(last):
+                yield f"id: {seq}\ndata: {line}\n\n"
+                last = seq
+            if not live.ended:
+                await live.changed(last, KEEPALIVE_S)
+                if not live.after(last) and not live.ended:
+                    yield ": keep-alive\n\n"
+                continue
+        row = service.store.get(run)
+        if row is None or row.status in FINISHED or row.status == "paused":
+            for seq, line in service.store.events(run, last):
+                yield f"id: {seq}\ndata: {line}\n\n"
+                last = seq
+            end = {
+                "status": None if row is None else row.status,
+                "stop_reason": None if row is None else row.stop_reason,
+            }
+            yield f"event: end\ndata: {json.dumps(end)}\n\n"
+            return
+        waited += QUEUED_POLL_S  # queued: not started yet
+        if waited >= KEEPALIVE_S:
+            waited = 0.0
+            yield ": keep-alive\n\n"
+        await asyncio.sleep(QUEUED_POLL_S)
