@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from converge_dsl import codes
-from converge_dsl._reading import read_text
+from converge_dsl._reading import read_failure, read_text
 from converge_dsl.errors import PipelineInvalid, UsageError
 
 if TYPE_CHECKING:
@@ -169,9 +169,7 @@ def _read_key(path: Path) -> str:
     try:
         return read_text(path, "--sign-key file")
     except OSError as exc:
-        raise UsageError(
-            f"cannot read --sign-key {path}: {exc.strerror or exc}", code=codes.FILE_UNREADABLE
-        ) from None
+        raise read_failure(exc, path, "--sign-key file") from None
     except UnicodeDecodeError:
         raise UsageError(
             f"--sign-key {path} is not a key file (not UTF-8 text)",

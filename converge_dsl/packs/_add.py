@@ -30,7 +30,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
-from converge_dsl._reading import read_bytes
+from converge_dsl._reading import read_bytes, read_failure
 from converge_dsl.errors import UsageError
 from converge_dsl.packs._cache import PackCache
 from converge_dsl.packs._edit import add_pack_requirement, add_repository, default_specifier
@@ -131,9 +131,7 @@ def _read(pipeline: Path) -> bytes:
     except UnicodeDecodeError:
         raise UsageError(f"{pipeline} is not UTF-8 text", code=codes.FILE_UNREADABLE) from None
     except OSError as exc:
-        raise UsageError(
-            f"cannot read {pipeline}: {exc.strerror or exc}", code=codes.FILE_UNREADABLE
-        ) from None
+        raise read_failure(exc, pipeline, "pipeline") from None
     return data
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from converge_dsl import codes
 from converge_dsl._long_lines import cut_line
-from converge_dsl._reading import open_regular
+from converge_dsl._reading import open_regular, read_failure
 from converge_dsl.errors import UsageError
 
 from ._trace import MAX_EXCERPT_LINES
@@ -69,18 +69,14 @@ def bounded_lines(
     try:
         stream = open_regular(path, "trace")
     except OSError as exc:
-        raise UsageError(
-            f"cannot read trace {str(path)!r}: {exc.strerror or exc}", code=codes.FILE_UNREADABLE
-        ) from None
+        raise read_failure(exc, path, "trace") from None
     with stream:
         number = 0
         while True:
             try:
                 raw = stream.readline(MAX_LINE_BYTES + 1)
             except OSError as exc:
-                raise UsageError(
-                    f"cannot read trace {str(path)!r}: {exc.strerror}", code=codes.FILE_UNREADABLE
-                ) from None
+                raise read_failure(exc, path, "trace") from None
             if not raw:
                 return
             number += 1

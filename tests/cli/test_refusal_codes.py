@@ -126,6 +126,8 @@ def test_each_refusal_of_the_command_line_prints_its_code(pipeline: Path) -> Non
         (("run", str(pipeline), "--inputs", str(folder / "nothere.json")), "CD334"),
         (("run", str(pipeline), "--decisions", str(folder)), "CD334"),
         (("diff", str(folder / "nothere.json"), str(folder / "nothere.json")), "CD334"),
+        (("report", str(folder / "nothere.jsonl")), "CD334"),
+        (("report", str(folder)), "CD334"),
         (("report", str(folder / "trace.jsonl")), "CD335"),
         (("trace", "expand", str(folder / "trace.jsonl"), "r1"), "CD335"),
         (("run", str(pipeline), "--trace", str(pipeline)), "CD336"),
