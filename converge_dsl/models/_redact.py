@@ -14,8 +14,11 @@ as given and with its surrounding whitespace stripped (an environment
 variable holding `KEY\r\n`), escaped as Python's `repr` and JSON write it
 (`b'Bearer KEY\\r'`), and cut: where a whole word of a text is the first
 `MIN_CUT` characters or more of a secret (a server echo that stopped inside
-it, `KEY[:6]...`), that prefix is masked too. A word that merely starts like
-a secret and then goes on otherwise (`sk-live-other` beside the key
+it, `KEY[:6]...`), that prefix is masked too; a prefix of letters alone only
+from `MIN_LETTERS_CUT` characters, since a shorter one is as often a word of
+the message (the token `token-one-...` must not mask "a bearer token is
+needed") and tells little of the secret. A word that merely starts like a
+secret and then goes on otherwise (`sk-live-other` beside the key
 `sk-live-abc`) is another word, and is shown as it is.
 """
 
@@ -30,8 +33,10 @@ from converge_dsl.models.port import Message, Part, TextPart, ToolCallPart
 MASK = "[REDACTED]"
 
 
-# The shortest prefix of a secret that is masked where an echo cut the secret.
+# The shortest prefix of a secret that is masked where an echo cut the secret, and the
+# shortest such prefix made of letters alone.
 MIN_CUT = 4
+MIN_LETTERS_CUT = 8
 
 
 def secret_forms(secret: str) -> set[str]:
@@ -52,8 +57,9 @@ def _word_char(char: str) -> bool:
 
 
 def _mask_cut(text: str, secret: str) -> str:
-    """`text` with each prefix of `secret` of `MIN_CUT` characters or more masked where
-    it is a whole word (it starts one, and the word ends where the prefix does)."""
+    """`text` with each prefix of `secret` of `MIN_CUT` characters or more (of letters
+    alone, `MIN_LETTERS_CUT`) masked where it is a whole word (it starts one, and the
+    word ends where the prefix does)."""
     head = secret[:MIN_CUT]
     if len(head) < MIN_CUT:
         return text
@@ -66,7 +72,8 @@ def _mask_cut(text: str, secret: str) -> str:
             end += 1
         starts = at == 0 or not _word_char(text[at - 1])
         ends = end == len(text) or not _word_char(text[end])
-        if starts and ends:
+        long_enough = end - at >= MIN_LETTERS_CUT or not text[at:end].isalpha()
+        if starts and ends and long_enough:
             pieces += [text[done:at], MASK]
             done = end
         at = text.find(head, end)

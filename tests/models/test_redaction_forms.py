@@ -175,6 +175,23 @@ def test_a_word_that_only_starts_like_a_secret_is_shown_as_it_is(text: str) -> N
     assert Redactor([KEY + "\r\n"])(text) == text
 
 
+@pytest.mark.parametrize(
+    ("secret", "text", "shown"),
+    [
+        ("token-number-one-aaaa", "a valid bearer token is needed", None),
+        ("token-number-one-aaaa", "Token expired; token-num...", f"Token expired; {MASK}..."),
+        ("testkey0123456789", "the test failed: testkey0…", f"the test failed: {MASK}…"),
+        ("correcthorsebattery", "correct, cut: correcthorse…", f"correct, cut: {MASK}…"),
+    ],
+)
+def test_a_cut_of_letters_alone_is_masked_only_when_it_is_no_mere_word(
+    secret: str, text: str, shown: str | None
+) -> None:
+    """A secret starting with a word masked that word in every message ('a valid bearer
+    [REDACTED] is needed'); a cut of letters alone is masked from 8 of them."""
+    assert Redactor([secret])(text) == (text if shown is None else shown)
+
+
 def test_a_cut_echo_beside_a_near_miss_is_masked_alone() -> None:
     text = f"sk-hostage, then {KEY[:9]}... and {KEY[:9]}more"
     assert Redactor([KEY])(text) == f"sk-hostage, then {MASK}... and {KEY[:9]}more"
