@@ -436,3 +436,17 @@ def test_a_name_of_10000_characters_leaves_its_details_in_view(
     )
     browser.save_screenshot(str(artifacts / "graph-long-name-details.png"))
     assert where <= bottom  # the source's location in view, under the name and the fields
+
+
+def test_vietnamese_capitals_are_drawn_whole_in_the_details(
+    browser: Any, pages: dict[str, Path], artifacts: Path
+) -> None:
+    # The clips against forty stacked marks cut the upper mark off a Vietnamese capital
+    # with two ("Ẫ" showed as "Â") in the heading, the fields and their labels.
+    from ..runtime.test_report_browser_layout import STACKED, VIETNAMESE, drawn_unclipped
+
+    _open(browser, pages["triage"], "#node=key:tickets")
+    for css in ("#details h3", "#details dt", "#details dd"):
+        assert drawn_unclipped(browser, css, "#details", VIETNAMESE), css
+        assert not drawn_unclipped(browser, css, "#details", STACKED), css  # still clipped
+    browser.find_element("id", "details").screenshot(str(artifacts / "graph-viet-details.png"))
