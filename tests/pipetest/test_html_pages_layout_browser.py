@@ -73,6 +73,13 @@ def test_a_case_name_of_10000_characters_leaves_its_result_in_view(
     browser.save_screenshot(str(artifacts / "eval-long-case-name.png"))
     assert wide <= room  # wrapped, not cut at the pane's edge
     assert result < bottom  # the case's result starts in view
+    # The heading's box ended in the middle of a line (4.55 of them): it holds whole lines.
+    lines = browser.execute_script(
+        "var h = document.querySelector('#detail h3'), style = getComputedStyle(h);"
+        "var padding = parseFloat(style.paddingTop) + parseFloat(style.paddingBottom);"
+        "return (h.getBoundingClientRect().height - padding) / parseFloat(style.lineHeight);"
+    )
+    assert lines == pytest.approx(round(lines), abs=0.02)
 
 
 def test_vietnamese_capitals_are_drawn_whole_in_the_pane(
