@@ -344,17 +344,26 @@ invariants:
 """
 
 
-def _renamed(value: Any) -> Any:
+def _renamed(value: Any, names: dict[str, str] = _HIDDEN) -> Any:
+    """`value` (a graph) with each name in `names` renamed (names the pipeline's language
+    refuses, so written into the graph once it is built)."""
     import dataclasses
 
+    from converge_dsl._page_assets import Names
+
+    if isinstance(value, Names):
+        found = _renamed(value.names, names)
+        return Names(found, value.empty, value.before, _renamed(value.after, names))
     if isinstance(value, str):
-        for plain, hidden in _HIDDEN.items():
+        for plain, hidden in names.items():
             value = value.replace(plain, hidden)
         return value
     if isinstance(value, tuple):
-        return tuple(_renamed(item) for item in value)
+        return tuple(_renamed(item, names) for item in value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = {f.name: _renamed(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        fields = {
+            f.name: _renamed(getattr(value, f.name), names) for f in dataclasses.fields(value)
+        }
         return dataclasses.replace(value, **fields)  # type: ignore[type-var]
     return value
 
