@@ -459,3 +459,30 @@ def test_vietnamese_capitals_are_drawn_whole_in_the_details(
         assert drawn_unclipped(browser, css, "#details", VIETNAMESE), css
         assert not drawn_unclipped(browser, css, "#details", STACKED), css  # still clipped
     browser.find_element("id", "details").screenshot(str(artifacts / "graph-viet-details.png"))
+
+
+def test_a_name_cut_to_fit_its_node_is_not_cut_inside_a_notation(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # A name wider than its node was cut with "…" anywhere: inside a hidden character's
+    # `⟨U+200B⟩`, as `⟨U+20…`. The cut falls before the notation.
+    from converge_dsl.graph import graph_pipeline, render
+
+    source = tmp_path / "wide.yaml"
+    source.write_text(_PLAIN, encoding="utf-8")
+    cut = []
+    for wide in range(1, 13, 2):  # a "W" is wider than the layout's guess
+        name = "W" * wide + "\u200b" * ((48 - wide) // 9)
+        page = tmp_path / f"wide-{wide}.html"
+        graph = _renamed(graph_pipeline(source, inputs={}), {"delta": name})
+        page.write_text(render(graph, "html"), "utf-8")
+        _open(browser, page)
+        shown = "W" * wide + "\u27e8U+200B\u27e9" * ((48 - wide) // 9)
+        label = _node(browser, "suggestor:" + shown).find_element("css selector", "text.name").text
+        browser.save_screenshot(str(artifacts / f"graph-cut-notation-{wide}.png"))
+        if label != shown:
+            assert label.endswith("\u2026")
+            head = label[:-1]
+            assert "\u27e8" not in head or head.rfind("\u27e8") < head.rfind("\u27e9"), label
+            cut.append(label)
+    assert cut  # some were cut to fit

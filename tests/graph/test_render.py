@@ -178,3 +178,22 @@ def test_the_details_that_name_things_show_each_name_as_names_show(tmp_path: Pat
     assert agent["contributors"].startswith("re\u27e8U+202E\u27e9mind (reminder), ")
     assert agent["summarizer"] == "model def\u27e8U+200B\u27e9ault, clears turns older than 2"
     assert agent["models"] == "def\u27e8U+200B\u27e9ault"
+
+
+def test_a_name_with_hidden_characters_is_sized_and_cut_as_it_is_drawn() -> None:
+    # The node was sized from the raw name (60 characters) but drawn as its shown form,
+    # each hidden character as its eight-character `⟨U+200B⟩`: 270 characters in a box
+    # for 48. The label is cut in the shown form, never inside a notation.
+    from converge_dsl._page_assets import page_name
+    from converge_dsl.graph._layout import size_of
+    from converge_dsl.graph._model import Node
+    from converge_dsl.graph._text import LABEL_CHARS, label_name
+
+    node = Node("suggestor:x", "suggestor", "a\u200b" * 30, "rule", True)
+    label = label_name(node)
+    assert len(label) <= LABEL_CHARS
+    assert label.endswith("\u2026")
+    assert page_name(node.name).startswith(label[:-1])
+    head = label[:-1]
+    assert head.rfind("\u27e8") < head.rfind("\u27e9")  # each notation whole
+    assert size_of(node)[0] >= len(label) * 7.9  # its box holds the label drawn
