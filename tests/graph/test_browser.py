@@ -459,6 +459,13 @@ def test_vietnamese_capitals_are_drawn_whole_in_the_details(
         assert drawn_unclipped(browser, css, "#details", VIETNAMESE), css
         assert not drawn_unclipped(browser, css, "#details", STACKED), css  # still clipped
     browser.find_element("id", "details").screenshot(str(artifacts / "graph-viet-details.png"))
+    # the room over a value's first line (its padding) shifted it under its label's
+    tops = browser.execute_script(
+        "return ['dt', 'dd'].map(function (tag) { var range = document.createRange();"
+        " range.selectNodeContents(document.querySelector('#details ' + tag));"
+        " return range.getBoundingClientRect().top; });"
+    )
+    assert tops[0] == tops[1]
 
 
 def test_a_name_cut_to_fit_its_node_is_not_cut_inside_a_notation(
