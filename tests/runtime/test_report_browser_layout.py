@@ -243,3 +243,20 @@ def test_a_vietnamese_title_is_drawn_whole(browser: Any, long_page: Path, artifa
     assert drawn_unclipped(browser, "header h1", "header", VIETNAMESE)
     browser.find_element("tag name", "header").screenshot(str(artifacts / "report-viet-title.png"))
     assert not drawn_unclipped(browser, "header h1", "header", STACKED)  # still clipped
+
+
+def test_a_vietnamese_title_is_drawn_whole_in_a_short_window(
+    browser: Any, long_page: Path, artifacts: Path
+) -> None:
+    # In a window under 520 pixels tall the title is one line cut with "…", whose clip
+    # cut the upper mark off a Vietnamese capital with two ("Ẫ" showed as "Â").
+    metrics = {"width": 740, "height": 360, "deviceScaleFactor": 1, "mobile": False}
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        _open(browser, long_page, 740)
+        assert drawn_unclipped(browser, "#title", "header", VIETNAMESE)
+        browser.find_element("tag name", "header").screenshot(
+            str(artifacts / "report-viet-short-title.png")
+        )
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
