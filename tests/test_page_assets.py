@@ -131,3 +131,17 @@ def test_the_dark_header_is_written_once_in_the_shared_style() -> None:
     assert len(rules.findall(page_asset("page.css"))) == 3
     for style in styles:
         assert not rules.search(style.read_text(encoding="utf-8")), style
+
+
+def test_names_is_its_joined_text_and_shows_each_name_as_names_show() -> None:
+    import copy
+    import pickle
+
+    from converge_dsl._page_assets import Names
+
+    found = Names(("a\u202e", "b"), before="model ", after=".")
+    assert found == "model a\u202e, b."  # the text wherever text is read
+    assert found.shown() == "model a\u27e8U+202E\u27e9, b."
+    assert Names((), "no key").shown() == Names((), "no key") == "no key"
+    for kept in (copy.deepcopy(found), pickle.loads(pickle.dumps(found))):
+        assert (kept, kept.shown()) == (found, found.shown())

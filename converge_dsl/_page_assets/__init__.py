@@ -37,7 +37,9 @@ holding the real character. A link to a fact (`#fact=`) names its raw id, which
 the page writes the same way before it compares. `names_shown(rows, fields)`
 is a table's rows with the names in `fields` so rewritten; `html_name(text)` is
 `page_name` then HTML-escaped, for a name a page writes as markup (the graph's
-node ids and labels). Source excerpts and
+node ids and labels). `Names(names)` is a text that names things, marked as
+such by whoever writes it (the graph's "reads: a, b", an agent's tools), which a
+page shows with `Names.shown()`. Source excerpts and
 messages keep `page_text`'s escapes: there `\\u202e` reads as what the file
 says.
 """
@@ -47,7 +49,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +117,37 @@ def page_name(text: str) -> str:
     `r\\u202eev`, the shown form of another id (the one holding those six
     characters). Tell ids apart by their columns, not by a message's text."""
     return _NAMED.sub(_named, text) if _NAMED.search(text) else text
+
+
+class Names(str):
+    """A text that names things (a graph node's "reads: a, b", an agent's tools): the
+    names joined by ", " (`empty` when there are none), between `before` and `after`.
+
+    It is that text wherever text is read (JSON, a hover, a terminal); `shown()` is it
+    as a page shows it, each name as `page_name` writes it, so a page need not know
+    which of the texts it is given name things."""
+
+    names: tuple[str, ...]
+    empty: str
+    before: str
+    after: str
+
+    def __new__(
+        cls, names: Iterable[str], empty: str = "none", before: str = "", after: str = ""
+    ) -> Names:
+        found = tuple(names)
+        self = super().__new__(cls, before + (", ".join(found) or empty) + after)
+        self.names, self.empty, self.before, self.after = found, empty, before, after
+        return self
+
+    def __reduce__(self) -> tuple[type[Names], tuple[tuple[str, ...], str, str, str]]:
+        # (a copy or a pickle made from the joined text alone would split it into letters)
+        return (Names, (self.names, self.empty, self.before, self.after))
+
+    def shown(self) -> str:
+        """The text with each name as `page_name` shows it (the rest kept as it is)."""
+        joined = ", ".join(page_name(name) for name in self.names)
+        return self.before + (joined or self.empty) + self.after
 
 
 def names_shown(rows: Any, fields: tuple[int | str, ...]) -> Any:

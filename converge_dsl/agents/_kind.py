@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
+from converge_dsl._page_assets import Names
 from converge_dsl._record import Record
 from converge_dsl.agents._summary_budget import SummaryBudget
 from converge_dsl.diagnostics import Diagnostic, JsonPath
@@ -233,15 +234,15 @@ class AgentSuggestorSpec(SuggestorSpec):
         return tuple((label, items) for label, items in found if items)
 
     def details(self) -> tuple[tuple[str, str], ...]:
-        found = [("tools", ", ".join(self.tools) or "none")]
+        # `Names`: texts that name things, which a page shows as it shows names
+        found: list[tuple[str, str]] = [("tools", Names(self.tools))]
         if self.contributors:
-            found.append(("contributors", ", ".join(self.contributor_names())))
+            found.append(("contributors", Names(self.contributor_names())))
         summarizer = self.summarizer
         if summarizer is not None:
             older = summarizer.clear_turns_older_than
-            found.append(
-                ("summarizer", f"model {summarizer.model}, clears turns older than {older}")
-            )
+            after = f", clears turns older than {older}"
+            found.append(("summarizer", Names((summarizer.model,), "", "model ", after)))
         return (*super().details(), *tuple(found))
 
 

@@ -222,9 +222,9 @@ class BatchReportSink(BatchSink):
 
         from converge_dsl._page_assets import (
             CONTENT_SECURITY_POLICY,
+            html_name,
             html_text,
             page_asset,
-            page_name,
         )
         from converge_dsl.runtime import REPORT_MARK
 
@@ -240,7 +240,7 @@ class BatchReportSink(BatchSink):
             own = folder / f"{result.index}.html"
             label = html.escape(str(result.index))
             link = f'<a href="{address}/{result.index}.html">{label}</a>'
-            case_id = html.escape(page_name("" if result.id is None else str(result.id)))
+            case_id = html_name("" if result.id is None else str(result.id))
             cells = (
                 link if own.is_file() else label,
                 # in a box of a few lines, which scrolls (page.css: an id of 10,000 characters)

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from converge_dsl._page_assets import Names
 from converge_dsl.compiler import CompiledPipeline
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import Suggestor
@@ -104,8 +105,8 @@ def keys_read(check: str, keys: Sequence[str]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _joined(names: Sequence[str], empty: str = "none") -> str:
-    return ", ".join(names) or empty
+def _joined(names: Sequence[str], empty: str = "none") -> Names:
+    return Names(names, empty)
 
 
 def _suggestor_details(

@@ -33,6 +33,7 @@ from typing import Any
 from converge_dsl._long_lines import cut_lines
 from converge_dsl._page_assets import (
     CONTENT_SECURITY_POLICY,
+    Names,
     html_name,
     html_text,
     page_asset,
@@ -85,15 +86,10 @@ def _source(source: Source | None) -> dict[str, Any] | None:
     return value
 
 
-# The details that list names (`_build._joined`: the names, ", " between them, or a
-# phrase such as "none"), shown as `page_name` shows each name.
-_NAME_DETAILS = frozenset(
-    ("reads", "writes", "models", "written by", "read by", "informs", "checked by", "called by")
-)
-
-
 def _detail(label: str, value: str) -> list[str]:
-    return [label, page_name(value) if label in _NAME_DETAILS else value]
+    """A detail as the page shows it: a text that names things (`Names`, marked so by
+    whoever wrote it) with each name as `page_name` shows it."""
+    return [label, value.shown() if isinstance(value, Names) else value]
 
 
 def _data(graph: PipelineGraph) -> dict[str, Any]:
@@ -120,7 +116,7 @@ def _data(graph: PipelineGraph) -> dict[str, Any]:
                 ["critical", "yes" if i.critical else "no"],
                 ["check", i.check],
                 *([["message", i.message]] if i.message else []),
-                ["reads", ", ".join(i.keys) or "no key by name"],
+                ["reads", Names(i.keys, "no key by name").shown()],
             ],
             "keys": [page_name(key) for key in i.keys],
             "schema": None,

@@ -25,6 +25,8 @@ from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from converge_dsl._page_assets import page_text
+
 from ._model import Node, PipelineGraph
 from ._text import label_name, subtitle
 
@@ -67,8 +69,9 @@ class Layout:
 
 
 def size_of(node: Node) -> tuple[float, float]:
-    """An estimate of the rendered label's box (13px bold name, 11px subtitle)."""
-    text = max(len(label_name(node)) * 7.9, len(subtitle(node)) * 6.1)
+    """An estimate of the rendered label's box (13px bold name, 11px subtitle), from the
+    text as drawn (a hidden character is drawn as its `⟨U+XXXX⟩`, eight characters)."""
+    text = max(len(label_name(node)) * 7.9, len(page_text(subtitle(node))) * 6.1)
     return max(112.0, round(text + 34.0)), (50.0 if node.kind == "suggestor" else 44.0)
 
 

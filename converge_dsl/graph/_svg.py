@@ -223,7 +223,7 @@ def _node(node: Node, box: Box) -> str:
         f'data-id="{html_name(node.id)}" tabindex="0" role="button" '
         f'aria-label="{label}"><title>{label}</title>{_shape(node, box)}'
         f'<text class="name" x="{_f(box.cx)}" y="{_f(box.cy - 3)}">'
-        f"{html_name(label_name(node))}</text>"
+        f"{html.escape(label_name(node))}</text>"
         f'<text class="sub" x="{_f(box.cx)}" y="{_f(box.cy + 13)}">'
         f"{html_text(subtitle(node))}</text>"
         f"{_badges(node, box)}{_parts(node, box)}</g>"

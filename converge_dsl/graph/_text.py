@@ -1,7 +1,8 @@
 """What the text renderers share: short node ids, first-line markers, labels.
 
 A node's label on the HTML page names it in at most `LABEL_CHARS` characters
-(`label_name`: a longer name cut, with "…"); its title, its details and the
+of its shown form (`label_name`: the name as `page_name` shows it, a longer one
+cut, with "…", never inside a `⟨U+XXXX⟩`); its title, its details and the
 search keep the whole name, so that one long name does not widen its layer and
 shrink the whole drawing to fit.
 
@@ -11,6 +12,8 @@ overwrite anything else (`converge_dsl._files.open_output`).
 """
 
 from __future__ import annotations
+
+from converge_dsl._page_assets import page_name
 
 from ._model import GraphInvariant, Node, PipelineGraph
 
@@ -26,9 +29,16 @@ LABEL_CHARS = 48
 
 
 def label_name(node: Node) -> str:
-    """The name on the node's label: the whole name, or its start and "\u2026" (see the module)."""
-    name = node.name
-    return name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "\u2026"
+    """The name on the node's label, as the page shows it: the whole shown name, or its
+    start and "\u2026" (see the module)."""
+    shown = page_name(node.name)
+    if len(shown) <= LABEL_CHARS:
+        return shown
+    cut = LABEL_CHARS - 1
+    start = shown.rfind("\u27e8", 0, cut)  # every `⟨` of a shown name starts a notation
+    if start != -1 and shown.find("\u27e9", start, cut) == -1:
+        cut = start  # not inside a `⟨U+XXXX⟩`: before it
+    return shown[:cut] + "\u2026"
 
 
 def recognise(first_line: bytes) -> bool:

@@ -90,3 +90,9 @@ def test_a_case_id_of_10000_characters_keeps_its_row_short(
     )
     assert first < 150
     assert next_top < view  # the next case in view
+    # The id's box ended in the middle of a line (4.55 of them): it holds whole lines.
+    lines = browser.execute_script(
+        "var box = document.querySelector('.id'), style = getComputedStyle(box);"
+        "return box.getBoundingClientRect().height / parseFloat(style.lineHeight);"
+    )
+    assert lines == pytest.approx(round(lines), abs=0.02)

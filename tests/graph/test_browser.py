@@ -344,17 +344,26 @@ invariants:
 """
 
 
-def _renamed(value: Any) -> Any:
+def _renamed(value: Any, names: dict[str, str] = _HIDDEN) -> Any:
+    """`value` (a graph) with each name in `names` renamed (names the pipeline's language
+    refuses, so written into the graph once it is built)."""
     import dataclasses
 
+    from converge_dsl._page_assets import Names
+
+    if isinstance(value, Names):
+        found = _renamed(value.names, names)
+        return Names(found, value.empty, value.before, _renamed(value.after, names))
     if isinstance(value, str):
-        for plain, hidden in _HIDDEN.items():
+        for plain, hidden in names.items():
             value = value.replace(plain, hidden)
         return value
     if isinstance(value, tuple):
-        return tuple(_renamed(item) for item in value)
+        return tuple(_renamed(item, names) for item in value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = {f.name: _renamed(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        fields = {
+            f.name: _renamed(getattr(value, f.name), names) for f in dataclasses.fields(value)
+        }
         return dataclasses.replace(value, **fields)  # type: ignore[type-var]
     return value
 
@@ -436,3 +445,51 @@ def test_a_name_of_10000_characters_leaves_its_details_in_view(
     )
     browser.save_screenshot(str(artifacts / "graph-long-name-details.png"))
     assert where <= bottom  # the source's location in view, under the name and the fields
+
+
+def test_vietnamese_capitals_are_drawn_whole_in_the_details(
+    browser: Any, pages: dict[str, Path], artifacts: Path
+) -> None:
+    # The clips against forty stacked marks cut the upper mark off a Vietnamese capital
+    # with two ("Ẫ" showed as "Â") in the heading, the fields and their labels.
+    from ..runtime.test_report_browser_layout import STACKED, VIETNAMESE, drawn_unclipped
+
+    _open(browser, pages["triage"], "#node=key:tickets")
+    for css in ("#details h3", "#details dt", "#details dd"):
+        assert drawn_unclipped(browser, css, "#details", VIETNAMESE), css
+        assert not drawn_unclipped(browser, css, "#details", STACKED), css  # still clipped
+    browser.find_element("id", "details").screenshot(str(artifacts / "graph-viet-details.png"))
+    # the room over a value's first line (its padding) shifted it under its label's
+    tops = browser.execute_script(
+        "return ['dt', 'dd'].map(function (tag) { var range = document.createRange();"
+        " range.selectNodeContents(document.querySelector('#details ' + tag));"
+        " return range.getBoundingClientRect().top; });"
+    )
+    assert tops[0] == tops[1]
+
+
+def test_a_name_cut_to_fit_its_node_is_not_cut_inside_a_notation(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # A name wider than its node was cut with "…" anywhere: inside a hidden character's
+    # `⟨U+200B⟩`, as `⟨U+20…`. The cut falls before the notation.
+    from converge_dsl.graph import graph_pipeline, render
+
+    source = tmp_path / "wide.yaml"
+    source.write_text(_PLAIN, encoding="utf-8")
+    cut = []
+    for wide in range(1, 13, 2):  # a "W" is wider than the layout's guess
+        name = "W" * wide + "\u200b" * ((48 - wide) // 9)
+        page = tmp_path / f"wide-{wide}.html"
+        graph = _renamed(graph_pipeline(source, inputs={}), {"delta": name})
+        page.write_text(render(graph, "html"), "utf-8")
+        _open(browser, page)
+        shown = "W" * wide + "\u27e8U+200B\u27e9" * ((48 - wide) // 9)
+        label = _node(browser, "suggestor:" + shown).find_element("css selector", "text.name").text
+        browser.save_screenshot(str(artifacts / f"graph-cut-notation-{wide}.png"))
+        if label != shown:
+            assert label.endswith("\u2026")
+            head = label[:-1]
+            assert "\u27e8" not in head or head.rfind("\u27e8") < head.rfind("\u27e9"), label
+            cut.append(label)
+    assert cut  # some were cut to fit

@@ -143,3 +143,57 @@ def test_a_long_name_is_cut_on_its_node_and_whole_in_its_title(tmp_path: Path) -
     assert f"<title>{long}: rule</title>" in page
     node = next(n for n in graph.nodes if n.name == long)
     assert size_of(node)[0] < 500  # it was 1,614 pixels wide
+
+
+def _details(page: str) -> dict[str, dict[str, str]]:
+    """Each node's details, by id, as the HTML page's data holds them."""
+    import json
+    import re
+
+    found = re.search(r'id="graph-data">(.*?)</script>', page, re.S)
+    assert found is not None
+    nodes = json.loads(found.group(1))["nodes"]
+    return {node: dict(item["details"]) for node, item in nodes.items()}
+
+
+def test_the_details_that_name_things_show_each_name_as_names_show(tmp_path: Path) -> None:
+    # An invariant's "reads", an agent's tools, contributors and summarizer model joined
+    # the raw names: a key holding a real U+202E read `tick\u202eets`, the shown form of
+    # the key holding those six characters (and that key's showed as the first one's).
+    from .test_browser import _PLAIN, _renamed
+
+    source = tmp_path / "hidden.yaml"
+    source.write_text(_PLAIN, encoding="utf-8")
+    details = _details(render(_renamed(graph_pipeline(source, inputs={})), "html"))
+    assert (
+        details["invariant:0"]["reads"]
+        == "tick\u27e8U+202E\u27e9ets, tick\u27e8U+27E8\u27e9U+202E\u27e9ets"
+    )
+    assert details["key:tick\u27e8U+202E\u27e9ets"]["read by"] == "z\u27e8U+200B\u27e9z"
+    hidden = {"finish": "fin\u202eish", "default": "def\u200bault", "remind-goal": "re\u202emind"}
+    agents = Path(__file__).resolve().parents[2] / "pipelines" / "agent-review.yaml"
+    graph = _renamed(graph_pipeline(agents, inputs={}), hidden)
+    agent = _details(render(graph, "html"))["suggestor:reviewer"]
+    assert agent["tools"] == "context.read, context.propose, fin\u27e8U+202E\u27e9ish"
+    assert agent["contributors"].startswith("re\u27e8U+202E\u27e9mind (reminder), ")
+    assert agent["summarizer"] == "model def\u27e8U+200B\u27e9ault, clears turns older than 2"
+    assert agent["models"] == "def\u27e8U+200B\u27e9ault"
+
+
+def test_a_name_with_hidden_characters_is_sized_and_cut_as_it_is_drawn() -> None:
+    # The node was sized from the raw name (60 characters) but drawn as its shown form,
+    # each hidden character as its eight-character `⟨U+200B⟩`: 270 characters in a box
+    # for 48. The label is cut in the shown form, never inside a notation.
+    from converge_dsl._page_assets import page_name
+    from converge_dsl.graph._layout import size_of
+    from converge_dsl.graph._model import Node
+    from converge_dsl.graph._text import LABEL_CHARS, label_name
+
+    node = Node("suggestor:x", "suggestor", "a\u200b" * 30, "rule", True)
+    label = label_name(node)
+    assert len(label) <= LABEL_CHARS
+    assert label.endswith("\u2026")
+    assert page_name(node.name).startswith(label[:-1])
+    head = label[:-1]
+    assert head.rfind("\u27e8") < head.rfind("\u27e9")  # each notation whole
+    assert size_of(node)[0] >= len(label) * 7.9  # its box holds the label drawn

@@ -73,3 +73,33 @@ def test_a_case_name_of_10000_characters_leaves_its_result_in_view(
     browser.save_screenshot(str(artifacts / "eval-long-case-name.png"))
     assert wide <= room  # wrapped, not cut at the pane's edge
     assert result < bottom  # the case's result starts in view
+    # The heading's box ended in the middle of a line (4.55 of them): it holds whole lines.
+    lines = browser.execute_script(
+        "var h = document.querySelector('#detail h3'), style = getComputedStyle(h);"
+        "var padding = parseFloat(style.paddingTop) + parseFloat(style.paddingBottom);"
+        "return (h.getBoundingClientRect().height - padding) / parseFloat(style.lineHeight);"
+    )
+    assert lines == pytest.approx(round(lines), abs=0.02)
+
+
+def test_vietnamese_capitals_are_drawn_whole_in_the_pane(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # The clips against forty stacked marks cut the upper mark off a Vietnamese capital
+    # with two ("Ẫ" showed as "Â") in the pane's heading, the cards' fields and the cells.
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from ..runtime.test_report_browser_layout import STACKED, VIETNAMESE, drawn_unclipped
+
+    page = tmp_path / "eval.html"
+    page.write_text(render_eval_html(_document(3)), encoding="utf-8")
+    browser.get("about:blank")
+    browser.get(page.as_uri())
+    WebDriverWait(browser, 20).until(
+        lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+    )
+    assert drawn_unclipped(browser, ".card dd", ".card", VIETNAMESE)
+    browser.find_element("css selector", "#cases .row").click()
+    assert drawn_unclipped(browser, ".pane h3", "#detail-pane", VIETNAMESE)
+    browser.find_element("id", "detail-pane").screenshot(str(artifacts / "eval-viet-pane.png"))
+    assert not drawn_unclipped(browser, ".pane h3", "#detail-pane", STACKED)  # still clipped

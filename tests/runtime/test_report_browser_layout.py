@@ -211,3 +211,52 @@ def test_the_header_takes_little_of_a_short_window(
     assert found["search"]  # the search box whole, in the header
     assert found["last"]  # the last figure can be scrolled into view
     assert found["title"]  # the title whole in its title attribute, where it is cut
+
+
+VIETNAMESE = "Kế hoạch: Ẫn Ỗng Ẵm Ấy Ểu Ở"  # capitals with two marks stacked over them
+STACKED = "a" + "\u0301" * 40 + " marked"  # forty marks, over the lines above
+
+
+def drawn_unclipped(browser: Any, css: str, around: str, text: str) -> bool:
+    """Whether the elements at `css`, once they hold `text`, are drawn as they would be
+    unclipped, in a screenshot of the larger box `around` (a screenshot of an element
+    alone is cut at its own box, exactly where its clip cuts, so it cannot tell)."""
+
+    def shot(overflow: str) -> bytes:
+        browser.execute_script(
+            "var text = arguments[1], overflow = arguments[2];"
+            "document.querySelectorAll(arguments[0]).forEach(function (e) {"
+            " e.textContent = text; e.style.overflow = overflow; });",
+            css,
+            text,
+            overflow,
+        )
+        return bytes(browser.find_element("css selector", around).screenshot_as_png)
+
+    return shot("") == shot("visible")
+
+
+def test_a_vietnamese_title_is_drawn_whole(browser: Any, long_page: Path, artifacts: Path) -> None:
+    # The title's clip (against forty stacked marks) cut the upper mark off a Vietnamese
+    # capital with two: "Ẫ" showed as "Â".
+    _open(browser, long_page, 1400)
+    assert drawn_unclipped(browser, "header h1", "header", VIETNAMESE)
+    browser.find_element("tag name", "header").screenshot(str(artifacts / "report-viet-title.png"))
+    assert not drawn_unclipped(browser, "header h1", "header", STACKED)  # still clipped
+
+
+def test_a_vietnamese_title_is_drawn_whole_in_a_short_window(
+    browser: Any, long_page: Path, artifacts: Path
+) -> None:
+    # In a window under 520 pixels tall the title is one line cut with "…", whose clip
+    # cut the upper mark off a Vietnamese capital with two ("Ẫ" showed as "Â").
+    metrics = {"width": 740, "height": 360, "deviceScaleFactor": 1, "mobile": False}
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        _open(browser, long_page, 740)
+        assert drawn_unclipped(browser, "#title", "header", VIETNAMESE)
+        browser.find_element("tag name", "header").screenshot(
+            str(artifacts / "report-viet-short-title.png")
+        )
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
