@@ -11,7 +11,10 @@ definition the loader's reload and the language server read.
 
 from __future__ import annotations
 
+import bisect
 import string
+import threading
+from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
@@ -101,7 +104,8 @@ class LoadedDocument(Record):
     """
 
     _fields = ("file", "text", "data", "source_map", "inexact")
-    __slots__ = _fields
+    # `_alignments` caches `offset_span`'s alignments (no field: not compared, not copied).
+    __slots__ = (*_fields, "_alignments")
 
     def __init__(
         self,
@@ -116,6 +120,7 @@ class LoadedDocument(Record):
         self.data = data
         self.source_map = source_map
         self.inexact = inexact
+        self._alignments: dict[tuple[JsonPath, str], _Alignment | None] = {}
 
     def line(self, number: int) -> str:
         """Line `number` (1-based) of the text; "" past the end. Cheap to call often."""
@@ -129,43 +134,41 @@ class LoadedDocument(Record):
         scalar folds its line breaks and indentation, a quoted one has its quotes and
         escapes (`''`, `\\"`, `\\x69`, `\\L`), a block scalar (`|`, `>`) starts on the
         line after its header and loses its indentation. The value is aligned with the
-        source, character by character (a character of the value matches the same
-        character of the source, or the whole escape sequence that writes it in a quoted
-        scalar; a U+2028 or U+2029 the value keeps matches its source line's end; the
-        source's whitespace and quotes in between are skipped); the span is answered when
+        source, character by character (`_align`); the span is answered when
         `text[start:end]` is found whole on one line, else None: the caller then falls
         back to a line's search. The span covers the source text of each character, so a
-        name written `t\\x69ckets` is answered as those ten characters. Linear in the
-        scalar's length, and run only for a finding.
+        name written `t\\x69ckets` is answered as those ten characters. The alignment is
+        made once per (path, text), as far as a call needs it, and kept with the document:
+        the calls on one scalar are linear in its length together.
         """
-        location = self.source_map.get(path)
-        if location is None or not 0 <= start < end <= len(text):
+        if not 0 <= start < end <= len(text):
             return None
-        span = location.span
-        block = location.style in ("|", ">")
-        found: list[tuple[int, int, int]] = []  # (line, column, width) of text[start], ...
-        index = 0
-        for number in range(span.line + 1 if block else span.line, span.end_line + 1):
-            source = self.line(number)
-            begin = span.column - 1 if number == span.line else 0
-            stop = span.end_column - 1 if number == span.end_line else len(source)
-            if number == span.line and location.style in ("'", '"'):
-                quote = source.find(location.style, begin, stop)
-                begin = quote + 1 if quote >= 0 else begin  # past its anchor and tag
-            wide: dict[int, int] = {}  # column -> width of an escape on this line
-            for column, char in _pieces(source, begin, stop, location.style, wide):
-                while index < end and char != text[index] and char not in _BLANK:
-                    if text[index] not in _BLANK:
-                        break  # a quote of the source: skip it
-                    index += 1  # whitespace the value has and the source has elsewhere
-                kept = char == "\n" and index < end and text[index] in _KEPT
-                if index < end and (char == text[index] or kept):
-                    if index >= start:
-                        found.append((number, column, wide.get(column, 1)))
-                    index += 1
-                if index == end:
-                    return _whole(self.file, found, end - start)
-        return None
+        aligned = self._aligned(path, text)
+        if aligned is None or aligned.upto(end) < end:
+            return None
+        columns, column = aligned.columns, aligned.columns[start]
+        line = aligned.line(start)
+        if not column or aligned.line(end - 1) != line:
+            return None
+        at = column
+        for index in range(start, end):
+            if columns[index] != at:
+                return None
+            at += aligned.wide.get(index, 1)
+        return SourceSpan(self.file, line, column, line, at)
+
+    def _aligned(self, path: JsonPath, text: str) -> _Alignment | None:
+        """The `_Alignment` of the scalar at `path` whose value is `text`, kept with the
+        document."""
+        try:
+            cache = self._alignments
+        except AttributeError:  # a `_replace`d copy: its own cache
+            cache = self._alignments = {}
+        key = (tuple(path), text)
+        if key not in cache:
+            location = self.source_map.get(path)
+            cache[key] = None if location is None else _Alignment(self, location, text)
+        return cache[key]
 
     def text_span(self, path: JsonPath, text: str, start: int, end: int) -> SourceSpan:
         """`text[start:end]` of `text` (the value of the scalar at `path`) in the file:
@@ -259,6 +262,82 @@ OTHER_BREAKS = "\x85\u2028\u2029"
 _KEPT = OTHER_BREAKS.replace("\x85", "")
 
 
+class _Alignment:
+    """Where each character of a scalar's value is written: `columns[i]` (1-based) of the
+    value's character `i`, 0 where none is, on the source line `line(i)`; `wide` the
+    width of those written by an escape of more than one character (`\\x69`, `''`). Made as far
+    as asked (`upto`), a line of the source at a time, and resumed from there: a first
+    name near the scalar's start costs what it did when each call aligned from the start."""
+
+    __slots__ = ("_lock", "_numbers", "_rest", "_starts", "columns", "wide")
+
+    def __init__(self, document: LoadedDocument, location: NodeLocation, text: str) -> None:
+        self.columns = array("i")
+        self.wide: dict[int, int] = {}
+        self._starts: list[int] = []  # the first character aligned on each source line...
+        self._numbers: list[int] = []  # ...and that line's number
+        self._rest: Iterator[None] | None = _align(self, document, location, text)
+        self._lock = threading.Lock()  # the server's checks run on a thread of their own
+
+    def upto(self, end: int) -> int:
+        """Align the value up to its character `end` (or as far as it aligns); how many
+        characters are aligned or skipped so far."""
+        with self._lock:
+            while len(self.columns) < end and self._rest is not None:
+                if next(self._rest, _DONE) is _DONE:
+                    self._rest = None
+        return len(self.columns)
+
+    def line(self, index: int) -> int:
+        """The source line the value's character `index` is aligned on (when it is)."""
+        return self._numbers[bisect.bisect_right(self._starts, index) - 1]
+
+
+_DONE = object()
+
+
+def _align(
+    aligned: _Alignment, document: LoadedDocument, location: NodeLocation, text: str
+) -> Iterator[None]:
+    """Align the value `text` of the scalar at `location` with the source into `aligned`,
+    character by character, yielding after each line of the source: a character of the
+    value matches the same character of the source, or the whole escape sequence that
+    writes it in a quoted scalar; a U+2028 or U+2029 the value keeps matches its source
+    line's end; the source's whitespace and quotes in between are skipped, and so is
+    whitespace the value has and the source has elsewhere (such a character is aligned
+    nowhere). Linear in the scalar's length."""
+    place, wide_of = aligned.columns.append, aligned.wide
+    span = location.span
+    block = location.style in ("|", ">")
+    end = len(text)
+    index = 0
+    for number in range(span.line + 1 if block else span.line, span.end_line + 1):
+        source = document.line(number)
+        begin = span.column - 1 if number == span.line else 0
+        stop = span.end_column - 1 if number == span.end_line else len(source)
+        if number == span.line and location.style in ("'", '"'):
+            quote = source.find(location.style, begin, stop)
+            begin = quote + 1 if quote >= 0 else begin  # past its anchor and tag
+        wide: dict[int, int] = {}  # column -> width of an escape on this line
+        aligned._starts.append(index)
+        aligned._numbers.append(number)
+        for column, char in _pieces(source, begin, stop, location.style, wide):
+            while index < end and char != text[index] and char not in _BLANK:
+                if text[index] not in _BLANK:
+                    break  # a quote of the source: skip it
+                place(0)  # whitespace the value has and the source has elsewhere
+                index += 1
+            kept = char == "\n" and index < end and text[index] in _KEPT
+            if index < end and (char == text[index] or kept):
+                place(column)
+                if wide and column in wide:
+                    wide_of[index] = wide[column]
+                index += 1
+            if index == end:
+                return
+        yield
+
+
 def _pieces(
     source: str, begin: int, stop: int, style: str | None, wide: dict[int, int]
 ) -> Iterable[tuple[int, str]]:
@@ -307,19 +386,6 @@ def _escape(source: str, at: int, stop: int) -> tuple[str, int]:
     if digits and at + digits < stop and all(c in string.hexdigits for c in code):
         return chr(int(code, 16)), 2 + digits
     return "\\", 1
-
-
-def _whole(file: str, found: list[tuple[int, int, int]], length: int) -> SourceSpan | None:
-    """The span of the matched pieces when they are `length` adjacent ones on one line."""
-    if len(found) != length:
-        return None
-    line, column, _ = found[0]
-    end = column
-    for at_line, at_column, width in found:
-        if at_line != line or at_column != end:
-            return None
-        end += width
-    return SourceSpan(file, line, column, line, end)
 
 
 def value_at(data: Any, path: JsonPath) -> Any:

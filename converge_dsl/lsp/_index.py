@@ -4,10 +4,10 @@ Everything is read from the analysis `validate` made (the facts' specs, key
 references, model references and template sites) and located through the
 loader's source map; a name inside a template or expression is located by
 `LoadedDocument.offset_span` (the source text of each character of the value,
-a name written with escapes included), else by `text_span` and kept only where
-the file's text is the name. A model script's
-`match.suggestor` and a test file's invariants and inputs are read from those
-files loaded by the same loader.
+a name written with escapes included), else by `template_span` on its line of the
+value and kept only where the file's text is the name. A model script's
+`match.suggestor` and a test file's invariants and inputs are read from those files
+loaded by the same loader.
 """
 
 from __future__ import annotations
@@ -90,16 +90,16 @@ def mentions(
             for match in pattern.finditer(text):
                 start, end = match.start(1), match.end(1)
                 span = document.offset_span(site.path, text, start, end)
-                if span is not None:
-                    yield site.path, span
-                    continue
-                span = document.text_span(site.path, text, start, end)
-                if _holds(document, span, name):
-                    yield site.path, span
+                if span is None:  # not aligned: the name on its line of the value
+                    lineno = text.count("\n", 0, start) + 1
+                    span = document.template_span(site.path, lineno, name)
+                    if not _holds(document, span, name):
+                        continue
+                yield site.path, span
 
 
 def _holds(document: LoadedDocument, span: SourceSpan, name: str) -> bool:
-    """Whether the file's text at `span` is `name` as a whole word (`text_span` answers a
+    """Whether the file's text at `span` is `name` as a whole word (`template_span` answers a
     line of the template when it does not find the name on it)."""
     line = document.line(span.line)
     start, end = span.column - 1, span.end_column - 1

@@ -55,11 +55,13 @@ class Workspace:
         """The editor's text of `path` when it is open, else the file's; None if unreadable.
 
         A file on disk is read as `validate` reads it: only a regular file (a FIFO or a
-        device would hang the server) and only up to the size cap of the environment."""
+        device would hang the server) and only up to the size cap of the environment; and
+        as an editor holds it: without a byte order mark (Neovim and VS Code keep the mark
+        out of the text they send), so the columns of its first line are the editor's."""
         if path in self.open:
             return self.open[path].text
         try:
-            return self._read(path).decode("utf-8")
+            return self._read(path).decode("utf-8-sig")
         except (OSError, UnicodeDecodeError, UsageError):
             return None
 
@@ -91,13 +93,13 @@ class Workspace:
 
     def lines(self, file: str) -> Lines:
         """The lines positions in `file` are converted on: its `text`, or for a file on disk
-        that is not UTF-8, its text as an editor shows it (each bad byte one U+FFFD), so
-        the places of its diagnostics keep their columns."""
+        that is not UTF-8, its text as an editor shows it (each bad byte one U+FFFD, no byte
+        order mark), so the places of its diagnostics keep their columns."""
         path = self.path_of(file)
         text = self.text(path)
         if text is None:
             try:
-                text = self._read(path).decode("utf-8", "replace")
+                text = self._read(path).decode("utf-8-sig", "replace")
             except (OSError, UsageError):
                 text = ""
         return Lines(text)

@@ -11,6 +11,9 @@ of the file.
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import pytest
 
 from converge_dsl._pyyaml import yaml
@@ -99,3 +102,34 @@ def test_an_unknown_name_or_filter_after_an_escape_is_located_on_it(
         assert span is not None
         assert span.line == span.end_line
         assert lines[span.line - 1][span.column - 1 : span.end_column - 1] == name
+
+
+def test_the_names_of_a_long_template_are_aligned_with_the_file_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each `offset_span` of one scalar aligned its value with the source from the scalar's
+    start: hover on the last line of a 3,000-line `|` prompt took over a minute. The
+    alignment is made once and kept with the document: each line of the source is read
+    once, however many names of the scalar are placed."""
+    from converge_dsl.frontend import document as module
+
+    written = [f"  line {i} {{{{ facts.k }}}} and {{{{ inputs.q }}}}" for i in range(40)]
+    document = load_text("x: |\n" + "\n".join(written) + "\n", "p.yaml")
+    text = document.data["x"]
+    read: list[str] = []
+    pieces = module._pieces
+
+    def counted(source: str, *rest: Any) -> Any:
+        read.append(source)
+        return pieces(source, *rest)
+
+    monkeypatch.setattr(module, "_pieces", counted)
+    names = [m.span() for m in re.finditer(r"facts\.k|inputs\.q", text)]
+    spans = [document.offset_span(("x",), text, start, end) for start, end in names]
+    expected = []
+    for number, line in enumerate(written, start=2):
+        for name in ("facts.k", "inputs.q"):
+            column = line.index(name) + 1
+            expected.append((number, column, column + len(name)))
+    assert [(s.line, s.column, s.end_column) for s in spans if s] == expected
+    assert len(read) <= len(written) + 1  # was 1,640: each name read the lines before it

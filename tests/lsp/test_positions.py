@@ -132,3 +132,45 @@ async def test_the_first_line_of_a_file_with_a_byte_order_mark_is_where_the_edit
     assert [(d.range.start, d.range.end) for d in found] == [
         (lsp.Position(0, 1), lsp.Position(0, 6))
     ]
+
+
+@pytest.mark.asyncio
+async def test_a_closed_file_with_a_byte_order_mark_has_the_editors_columns(
+    session: Session, project: Path
+) -> None:
+    """A model script saved with a byte order mark and not open: its diagnostics were one
+    column right of the editor's (which holds the file without the mark)."""
+    script = project / "typed.script.yaml"
+    script.write_text("\ufeffbogus: 1\n" + script.read_text(encoding="utf-8"), encoding="utf-8")
+    session.open("typed.yaml")
+    found = [d for d in await session.diagnostics("typed.script.yaml") if d.code == "CD100"]
+    assert [(d.range.start, d.range.end) for d in found] == [
+        (lsp.Position(0, 0), lsp.Position(0, 5))
+    ]
+
+
+@pytest.mark.asyncio
+async def test_a_rename_into_a_closed_file_with_a_byte_order_mark_edits_the_name(
+    session: Session, project: Path
+) -> None:
+    """An input renamed from the pipeline, named on the first line of a test file saved with a
+    byte order mark and not open: the edit there was one column right (`{qlane support}`)."""
+    test = project / "typed.test.yaml"
+    marked = "\ufeffinputs: {queue: support}\n" + test.read_text(encoding="utf-8")
+    test.write_text(marked.replace("inputs: {queue: support}  #", "#"), encoding="utf-8")
+    session.open("typed.yaml")
+    await session.diagnostics("typed.yaml")
+    edit = await session.client.text_document_rename_async(
+        lsp.RenameParams(
+            text_document=lsp.TextDocumentIdentifier(session.uri("typed.yaml")),
+            position=session.position("typed.yaml", "queue: {description", 1),
+            new_name="qlane",
+        )
+    )
+    assert edit is not None
+    assert edit.changes is not None
+    edits = edit.changes[session.uri("typed.test.yaml")]
+    first = [e for e in edits if e.range.start.line == 0]
+    assert [(e.range.start.character, e.range.end.character, e.new_text) for e in first] == [
+        (9, 14, "qlane")
+    ]

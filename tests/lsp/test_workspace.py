@@ -57,3 +57,18 @@ def test_the_columns_of_a_file_not_utf8_on_disk_are_kept(tmp_path: Path) -> None
     # `validate` places the first bad byte at 2:6 and the second at 2:8.
     assert lines.position(2, 6) == lsp.Position(1, 5)
     assert lines.position(2, 8) == lsp.Position(1, 7)
+
+
+@pytest.mark.parametrize("body", [b"bogus: 1\n", b"bogus: 1\n# caf\xe9\n"], ids=["utf8", "bad"])
+def test_a_file_on_disk_is_read_without_its_byte_order_mark(tmp_path: Path, body: bytes) -> None:
+    """A file saved with a byte order mark was read with it: the columns of its first line,
+    places of its diagnostics and a rename's edits there, were one right of the editor's
+    (which holds the file without the mark)."""
+    path = tmp_path / "marked.yaml"
+    path.write_bytes(b"\xef\xbb\xbf" + body)
+    workspace = Workspace(tmp_path)
+    text = workspace.text(path)
+    assert text is None or text == body.decode()
+    lines = workspace.lines("marked.yaml")
+    assert lines.position(1, 1) == lsp.Position(0, 0)
+    assert lines.point(lsp.Position(0, 5)) == (1, 6)
