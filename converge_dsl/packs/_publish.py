@@ -104,6 +104,9 @@ def publish(
         raise PipelineInvalid(best_first(problems))
     archive = build_archive(pack_dir)
     digest = sha256_hex(archive)
+    version = str(pack.version)
+    # Signed before the lock: a bad key left an empty repository folder behind.
+    signature = sign(sign_key, pack.name, version, digest) if sign_key else None
     repository = FolderRepository(repo_root, must_exist=False)
     with _writing(repo_root):
         index = repository.fetch_index(pack.name) or PackIndex(pack.name, ())
@@ -116,14 +119,13 @@ def publish(
                 f"{pack.name} {pack.version} is already published with a different digest",
                 hint="published versions are immutable: bump the version in pack.yaml",
             )
-        version = str(pack.version)
         entry = IndexEntry(
             version=pack.version,
             sha256=digest,
             published=published or _now(),
             requires_converge=pack.requires_converge,
             requires_packs=pack.requires_packs,
-            signature=sign(sign_key, pack.name, version, digest) if sign_key else None,
+            signature=signature,
         )
         write_atomic(repo_root / archive_path(pack.name, version), archive)
         write_atomic(repo_root / index_path(pack.name), index.with_entry(entry).to_bytes())

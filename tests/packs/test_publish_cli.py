@@ -103,3 +103,13 @@ def test_publish_into_a_file_names_the_repository(tmp_path: Path) -> None:
     code, out, err = _publish(tmp_path, "1.0.0")
     assert (code, out) == (1, "")
     assert err.startswith(f"error[CD325]: repository {(tmp_path / 'repo').as_posix()} is a file")
+
+
+def test_a_publish_with_a_bad_signing_key_leaves_no_repository_folder(tmp_path: Path) -> None:
+    # The folder was made (for its lock) before the key was read, and left there empty.
+    bad = tmp_path / "badkey"
+    bad.write_text("not a key\n")
+    code, out, err = _publish(tmp_path, "1.0.0", "--sign-key", str(bad))
+    assert (code, out) == (1, "")
+    assert err.startswith("error[CD")
+    assert not (tmp_path / "repo").exists()
