@@ -146,7 +146,12 @@ def _writing(repo_root: Path) -> Iterator[None]:
             f"repository {repo_root.as_posix()} is a file, not a folder",
             hint="give --repo a folder (pack publish makes it when it is not there)",
         )
-    with exclusive(repo_root / NAMES_FILE):
+    with exclusive(
+        repo_root / NAMES_FILE,
+        subject=f"repository {repo_root.as_posix()}",
+        writer="another pack publish or yank",
+        hint="wait for it to finish, then retry",
+    ):
         yield
 
 

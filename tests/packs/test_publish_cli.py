@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from converge_dsl.cli import run
 
 from .conftest import make_pack
@@ -113,3 +115,22 @@ def test_a_publish_with_a_bad_signing_key_leaves_no_repository_folder(tmp_path: 
     assert (code, out) == (1, "")
     assert err.startswith("error[CD")
     assert not (tmp_path / "repo").exists()
+
+
+def test_a_held_repository_is_named_with_who_writes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The message named names.json and hinted at "lock or pack add".
+    from converge_dsl.packs import _lockfile
+
+    monkeypatch.setattr(_lockfile, "LOCK_WAIT_S", 0.0)
+    assert _publish(tmp_path, "1.0.0")[0] == 0
+    repo = tmp_path / "repo"
+    with _lockfile.exclusive(repo / "names.json"):
+        code, out, err = _cli("pack", "yank", "alpha", "1.0.0", "--repo", str(repo))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error[CD323]: repository {repo.as_posix()} is being "
+        "written by another pack publish or yank; gave up after 0 s\n"
+        "  hint: wait for it to finish, then retry\n"
+    )
