@@ -140,12 +140,7 @@ def _writing(repo_root: Path) -> Iterator[None]:
     `publish` and `yank` read an index and the names file and write them whole, so two at
     once kept only the last one's (a version another had published was gone from the
     index)."""
-    if repo_root.exists() and not repo_root.is_dir():
-        raise PackRefused(
-            codes.REPOSITORY_NOT_FOUND,
-            f"repository {repo_root.as_posix()} is a file, not a folder",
-            hint="give --repo a folder (pack publish makes it when it is not there)",
-        )
+    _not_a_file(repo_root)
     with exclusive(
         repo_root / NAMES_FILE,
         subject=f"repository {repo_root.as_posix()}",
@@ -155,10 +150,20 @@ def _writing(repo_root: Path) -> Iterator[None]:
         yield
 
 
+def _not_a_file(repo_root: Path) -> None:
+    if repo_root.exists() and not repo_root.is_dir():
+        raise PackRefused(
+            codes.REPOSITORY_NOT_FOUND,
+            f"repository {repo_root.as_posix()} is a file, not a folder",
+            hint="give --repo a folder (pack publish makes it when it is not there)",
+        )
+
+
 def yank(repo_root: Path, name: str, version: str, *, yanked: bool = True) -> None:
     """Mark a version yanked (or not): resolution skips it unless a lock pins it."""
     parsed: Version | None = parse_version(version)
     repository = FolderRepository(repo_root)
+    _not_a_file(repo_root)
     if not repo_root.is_dir():
         repository.fetch_index(name)  # raises: the repository does not exist (not made here)
     with _writing(repo_root):

@@ -134,3 +134,11 @@ def test_a_held_repository_is_named_with_who_writes_it(
         "written by another pack publish or yank; gave up after 0 s\n"
         "  hint: wait for it to finish, then retry\n"
     )
+
+
+def test_yank_in_a_file_names_the_repository(tmp_path: Path) -> None:
+    # It said CD324 'Not a directory' where publish says CD325 'is a file'.
+    (tmp_path / "repo").write_text("")
+    code, out, err = _cli("pack", "yank", "alpha", "1.0.0", "--repo", str(tmp_path / "repo"))
+    assert (code, out) == (1, "")
+    assert err.startswith(f"error[CD325]: repository {(tmp_path / 'repo').as_posix()} is a file")
