@@ -147,6 +147,9 @@ def _csv_rows(text: str) -> list[tuple[int, object]]:
     start = 1  # the line the row being read begins at
     try:
         columns = reader.fieldnames or ()
+        blank = next((c for c in columns if not c.strip()), None)
+        if blank is not None:  # Excel's trailing empty columns: refused before "twice"
+            return [(1, f"column {blank!r} is neither name, input.X nor expected.X")]
         twice = _repeated(columns)
         if twice is not None:  # the row's dict keeps the last cell of the two, silently
             return [(1, f"the header names column {twice!r} twice")]
