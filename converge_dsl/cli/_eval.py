@@ -432,12 +432,23 @@ def _baseline_problem(data: object) -> str | None:
             where = (*at, "cases", number)
             if not isinstance(case, dict) or not isinstance(case.get("name"), str):
                 return f"{pointer(where)} is not a case with a `name`"
-            scores = case.get("scores", {})
+            scores = case.get("scores") or {}  # as `compare` reads it
             if not isinstance(scores, dict):
                 return f"{pointer((*where, 'scores'))} is not an object"
             for metric, value in scores.items():
-                if value is not None and (
-                    isinstance(value, bool) or not isinstance(value, int | float)
-                ):
+                if value is not None and not _finite(value):
                     return f"{pointer((*where, 'scores', metric))} is not a score (a number)"
     return None
+
+
+def _finite(value: object) -> bool:
+    """Whether `value` is a JSON number `compare` can subtract from: finite, and an
+    integer within a float's range (`compare` overflowed on 10**400)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False

@@ -18,6 +18,11 @@ once (each write is one short transaction; a writer waits up to
 `BUSY_TIMEOUT_S` for another), and the runs of one process on several
 threads share one connection, one operation at a time. Its size is bounded: a `put` past `max_bytes`
 removes the least recently used rows until the rows fill at most 90 % of it.
+A `get` marks its row used waiting at most `MARK_TIMEOUT_S` for another
+process's write lock (a read never waits 30 s for bookkeeping); a mark that
+could not be written then is kept and written by the next `put` or `prune` of
+this store, in its own transaction, so a row just used is never the least
+recently used one to an LRU prune.
 `MemoryAnswerStore` keeps rows in a dict, for tests. Every failure of SQLite
 is a `CacheStoreError` (a `ConvergeError`), never a `sqlite3` exception.
 """
@@ -43,6 +48,7 @@ from converge_dsl.models._answer_key import CACHE_FORMAT
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 BUSY_TIMEOUT_S = 30.0
+MARK_TIMEOUT_S = 0.075  # how long a `get` waits to mark its row used (see the docstring)
 STORE_FILE = "answers.sqlite3"
 NO_FORMAT = -1  # the format of a stored row whose format column is not a number
 
@@ -285,6 +291,7 @@ class SqliteAnswerStore:
         self.path = folder / STORE_FILE
         self.max_bytes = max_bytes
         self._lock = threading.RLock()
+        self._marks: dict[str, float] = {}  # key -> when used, not written yet (under _lock)
         cannot = f"answer cache: cannot open {str(self.path)!r}"
         writable = "give a writable folder with --cache-dir, or run without --cache"
         if folder.exists() and not folder.is_dir():
@@ -346,18 +353,20 @@ class SqliteAnswerStore:
             raise CacheStoreError(message, hint=hint) from None
 
     def get(self, key: str, now: float) -> CacheRow | None:
-        """The row of `key`, marked used unless another process holds the write lock: WAL
-        reads past a writer, and waiting `BUSY_TIMEOUT_S` to mark the row would have lost
-        the answer (a miss, the model asked again) for a bookkeeping write."""
+        """The row of `key`, marked used: at once unless another process holds the write
+        lock past `MARK_TIMEOUT_S` (WAL reads past a writer, and waiting `BUSY_TIMEOUT_S`
+        would have lost the answer for a bookkeeping write), else by the next `put` or
+        `prune` (the mark is kept until then)."""
         with self._guard("reading"):
             found = self._db.execute(
                 f"SELECT {_COLUMNS} FROM answers WHERE key = ?", (key,)
             ).fetchone()
             if found is None:
                 return None
-            self._db.execute("PRAGMA busy_timeout = 0")
+            self._marks[key] = max(now, self._marks.get(key, now))
+            self._db.execute(f"PRAGMA busy_timeout = {int(MARK_TIMEOUT_S * 1000)}")
             try:
-                self._db.execute("UPDATE answers SET last_used = ? WHERE key = ?", (now, key))
+                self._write_marks()
             except sqlite3.OperationalError as exc:
                 if _primary(exc) not in _HELD_CODES:
                     raise
@@ -365,9 +374,32 @@ class SqliteAnswerStore:
                 self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         return _row(tuple(found))
 
+    def _write_marks(self) -> None:
+        """Write the kept marks (under `_lock`); they stay kept if SQLite refuses."""
+        if self._marks:
+            self._db.executemany(
+                "UPDATE answers SET last_used = MAX(last_used, ?) WHERE key = ?",
+                [(when, key) for key, when in self._marks.items()],
+            )
+            self._marks.clear()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction holding the write lock, the kept marks written first."""
+        marks = dict(self._marks)
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._write_marks()
+            yield
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            self._marks = marks | self._marks
+            raise
+
     def put(self, row: CacheRow) -> None:
         sealed = row.sealed()
-        with self._guard("writing"):
+        with self._guard("writing"), self._transaction():
             self._db.execute(
                 f"INSERT OR REPLACE INTO answers ({_COLUMNS}, size) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -411,29 +443,21 @@ class SqliteAnswerStore:
 
     def prune(self, max_bytes: int) -> int:
         """One transaction: the oldest rows past `max_bytes` go (see the protocol)."""
-        with self._guard("pruning"):
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                removed = 0
-                total = self._db.execute(_TOTAL_SIZE).fetchone()
-                excess = int(total[0]) - max_bytes
-                if excess > 0:
-                    doomed: list[str] = []
-                    for key, size in self._db.execute(
-                        "SELECT key, CAST(size AS INTEGER) FROM answers ORDER BY last_used ASC"
-                    ):
-                        if excess <= 0:
-                            break
-                        doomed.append(str(key))
-                        excess -= int(size)
-                    self._db.executemany(
-                        "DELETE FROM answers WHERE key = ?", [(k,) for k in doomed]
-                    )
-                    removed = len(doomed)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._guard("pruning"), self._transaction():
+            removed = 0
+            total = self._db.execute(_TOTAL_SIZE).fetchone()
+            excess = int(total[0]) - max_bytes
+            if excess > 0:
+                doomed: list[str] = []
+                for key, size in self._db.execute(
+                    "SELECT key, CAST(size AS INTEGER) FROM answers ORDER BY last_used ASC"
+                ):
+                    if excess <= 0:
+                        break
+                    doomed.append(str(key))
+                    excess -= int(size)
+                self._db.executemany("DELETE FROM answers WHERE key = ?", [(k,) for k in doomed])
+                removed = len(doomed)
         return removed
 
     def clear(self) -> int:

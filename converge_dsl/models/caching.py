@@ -17,7 +17,8 @@ anything and, on a hit, makes the call unreserved; the cache then answers it
 from that look-up (`CACHE_PROBE`), and a miss is not looked up twice. A row that
 fails its check (`answer_store.verify`) or a store that cannot be read is a miss
 and a warning (CD974), never an answer; a store that failed to store an answer
-stores no more of the run's (one warning, not one wait a call). An offline miss
+is given no answer for `STORE_PAUSE_S` (`SavePause`, shared by every run on the
+store: one warning and one wait, not one a call or a case), then tried again. An offline miss
 is a `CacheMiss` (CD973) naming the suggestor, with a diff against the nearest
 cached request of the same suggestor. Two processes missing the same key at once
 both call the model; the later write replaces the earlier row.
@@ -55,6 +56,29 @@ CacheMode = Literal["read-write", "read-only", "off"]
 CACHE_MODES: tuple[CacheMode, ...] = ("read-write", "read-only", "off")
 MODEL_KIND = "model"
 DIFF_LINES = 40
+STORE_PAUSE_S = 60.0  # after a failed store, how long no answer is stored
+
+
+class SavePause:
+    """Whether answers are stored now: not for `pause_s` after a store failed (held past
+    its busy timeout, a full disk, a read-only file), when each later store would wait
+    and fail alike. One per store, shared by the runs on it (`AnswerCaching`)."""
+
+    def __init__(
+        self, pause_s: float = STORE_PAUSE_S, now: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.pause_s = pause_s
+        self._now = now
+        self._until: float | None = None
+        self._lock = threading.Lock()
+
+    def open(self) -> bool:
+        with self._lock:
+            return self._until is None or self._now() >= self._until
+
+    def failed(self) -> None:
+        with self._lock:
+            self._until = self._now() + self.pause_s
 
 
 class CacheMiss(ModelError):
@@ -107,6 +131,7 @@ class AnswerCache:
         clock: Clock,
         warn: Callable[[str], object] | None = None,
         wall: Callable[[], float] = time.time,
+        saving: SavePause | None = None,
     ) -> None:
         self.store = store
         self.mode: CacheMode = mode
@@ -116,7 +141,7 @@ class AnswerCache:
         self._warn = warn
         self._wall = wall
         self._lock = threading.Lock()
-        self._saving_failed = False
+        self._saving = saving or SavePause()
         self.records: list[CallRecord] = []
 
     @property
@@ -166,18 +191,17 @@ class AnswerCache:
         return row
 
     def save(self, row: CacheRow) -> None:
-        """Store `row`; after the store failed once (held past its busy timeout, a full
-        disk, a read-only file), this run stores nothing more: each later call would wait
-        and fail alike."""
-        if self.mode != "read-write" or self._saving_failed:
+        """Store `row`, unless a store failed less than `STORE_PAUSE_S` ago (`SavePause`)."""
+        if self.mode != "read-write" or not self._saving.open():
             return
         try:
             with self._lock:
                 self.store.put(row)
         except CacheStoreError as exc:
-            self._saving_failed = True
+            self._saving.failed()
             self.warn(
-                f"{exc.coded_message}; the answer was not cached, nor will this run's later ones"
+                f"{exc.coded_message}; the answer was not cached, nor will any for "
+                f"{self._saving.pause_s:g} s"
             )
 
     def record(self, record: CallRecord) -> None:

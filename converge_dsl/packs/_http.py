@@ -110,9 +110,18 @@ def _slow(url: str, repository: str, deadline_s: float) -> PackRefused:
     )
 
 
-def _silent(url: str, repository: str, read_s: float) -> PackRefused:
-    """The server sent nothing for `read_s` seconds, well before the whole deadline (the
-    message named the deadline, a time that had not passed)."""
+def _silent(url: str, repository: str, read_s: float, connecting: bool) -> PackRefused:
+    """The server sent nothing for `read_s` seconds, or no connection was made in them
+    (`connecting`: a host that drops the connection was said to send nothing), well
+    before the whole deadline (the message named the deadline, a time that had not
+    passed)."""
+    if connecting:
+        return PackRefused(
+            REPOSITORY_TOO_SLOW,
+            f"GET {url}: no connection could be made within {read_s:g} s (repository {repository})",
+            hint="the host does not answer: check the repository url and the network, "
+            "or retry later",
+        )
     return PackRefused(
         REPOSITORY_TOO_SLOW,
         f"GET {url}: the server sent nothing for {read_s:g} s (repository {repository})",
@@ -240,10 +249,10 @@ def _one_request(
                     hint=_status_hint(status),
                 )
             return _body(response, url, cap, repository)
-    except httpx.TimeoutException:
+    except httpx.TimeoutException as exc:
         if watchdog.fired or read_s >= remaining:
             raise _slow(url, repository, deadline_s) from None
-        raise _silent(url, repository, read_s) from None
+        raise _silent(url, repository, read_s, isinstance(exc, httpx.ConnectTimeout)) from None
     except httpx.InvalidURL as exc:  # not an HTTPError: a bad url or a hostile Location
         raise PackRefused(
             REPOSITORY_UNREACHABLE,

@@ -281,14 +281,23 @@ def read_lock(pipeline: Path) -> LockFile | None:
 
 
 @contextlib.contextmanager
-def exclusive(path: Path, *, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+def exclusive(
+    path: Path,
+    *,
+    wait_s: float | None = None,
+    subject: str | None = None,
+    writer: str = "another converge-dsl process",
+    hint: str = "wait for the other lock or pack add to finish, then retry",
+) -> Iterator[None]:
     """Hold an exclusive advisory lock for `path`: a `flock` on its folder.
 
     The folder itself is locked (opened read-only), so nothing is created
     beside the lock file and nothing is left behind; the lock file cannot
     carry the flock, since `write_atomic` replaces it with a new file. A
     `.NAME.lock` guard left by an older version is removed under the lock.
-    Waits up to `wait_s` seconds for another holder; raises `PackError` after.
+    Waits up to `wait_s` seconds (default `LOCK_WAIT_S`) for another holder;
+    raises `PackError` after, saying `subject` (default: the file's name) is being
+    written by `writer`, with `hint`.
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -298,7 +307,13 @@ def exclusive(path: Path, *, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
             codes.PACK_FILE_NOT_WRITTEN, f"cannot lock {path.name}: {exc.strerror or exc}"
         ) from None
     try:
-        _acquire(descriptor, path, wait_s)
+        _acquire(
+            descriptor,
+            path,
+            LOCK_WAIT_S if wait_s is None else wait_s,
+            f"{subject or path.name} is being written by {writer}",
+            hint,
+        )
         with contextlib.suppress(OSError):
             (path.parent / f".{path.name}.lock").unlink(missing_ok=True)
         yield
@@ -306,7 +321,7 @@ def exclusive(path: Path, *, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
         os.close(descriptor)  # closing releases the flock
 
 
-def _acquire(descriptor: int, path: Path, wait_s: float) -> None:
+def _acquire(descriptor: int, path: Path, wait_s: float, busy: str, hint: str) -> None:
     import fcntl
 
     give_up = time.monotonic() + wait_s
@@ -318,9 +333,8 @@ def _acquire(descriptor: int, path: Path, wait_s: float) -> None:
             if time.monotonic() >= give_up:
                 raise PackRefused(
                     codes.LOCK_FILE_BUSY,
-                    f"{path.name} is being written by another converge-dsl process; "
-                    f"gave up after {wait_s:g} s",
-                    hint="wait for the other lock or pack add to finish, then retry",
+                    f"{busy}; gave up after {wait_s:g} s",
+                    hint=hint,
                 ) from None
             time.sleep(_POLL_S)
         except OSError as exc:

@@ -104,6 +104,9 @@ def publish(
         raise PipelineInvalid(best_first(problems))
     archive = build_archive(pack_dir)
     digest = sha256_hex(archive)
+    version = str(pack.version)
+    # Signed before the lock: a bad key left an empty repository folder behind.
+    signature = sign(sign_key, pack.name, version, digest) if sign_key else None
     repository = FolderRepository(repo_root, must_exist=False)
     with _writing(repo_root):
         index = repository.fetch_index(pack.name) or PackIndex(pack.name, ())
@@ -116,14 +119,13 @@ def publish(
                 f"{pack.name} {pack.version} is already published with a different digest",
                 hint="published versions are immutable: bump the version in pack.yaml",
             )
-        version = str(pack.version)
         entry = IndexEntry(
             version=pack.version,
             sha256=digest,
             published=published or _now(),
             requires_converge=pack.requires_converge,
             requires_packs=pack.requires_packs,
-            signature=sign(sign_key, pack.name, version, digest) if sign_key else None,
+            signature=signature,
         )
         write_atomic(repo_root / archive_path(pack.name, version), archive)
         write_atomic(repo_root / index_path(pack.name), index.with_entry(entry).to_bytes())
@@ -138,20 +140,30 @@ def _writing(repo_root: Path) -> Iterator[None]:
     `publish` and `yank` read an index and the names file and write them whole, so two at
     once kept only the last one's (a version another had published was gone from the
     index)."""
+    _not_a_file(repo_root)
+    with exclusive(
+        repo_root / NAMES_FILE,
+        subject=f"repository {repo_root.as_posix()}",
+        writer="another pack publish or yank",
+        hint="wait for it to finish, then retry",
+    ):
+        yield
+
+
+def _not_a_file(repo_root: Path) -> None:
     if repo_root.exists() and not repo_root.is_dir():
         raise PackRefused(
             codes.REPOSITORY_NOT_FOUND,
             f"repository {repo_root.as_posix()} is a file, not a folder",
             hint="give --repo a folder (pack publish makes it when it is not there)",
         )
-    with exclusive(repo_root / NAMES_FILE):
-        yield
 
 
 def yank(repo_root: Path, name: str, version: str, *, yanked: bool = True) -> None:
     """Mark a version yanked (or not): resolution skips it unless a lock pins it."""
     parsed: Version | None = parse_version(version)
     repository = FolderRepository(repo_root)
+    _not_a_file(repo_root)
     if not repo_root.is_dir():
         repository.fetch_index(name)  # raises: the repository does not exist (not made here)
     with _writing(repo_root):

@@ -222,14 +222,11 @@ def _check_base_url(base_url: str) -> None:
     """Refuse a base url with a query or a fragment: each file is asked at the base url
     with its path appended, so such a url asked for other files (a repository that
     listed no pack, or any answer the server gave)."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(base_url)
-    except ValueError:
-        return  # the request says it is not a valid URL
-    if parts.query or parts.fragment:
-        cut = base_url[len(parts._replace(query="", fragment="").geturl()) :]
+    # The characters, not urlsplit's parts: an empty query or fragment ('repo?') is
+    # no part, and still cuts the paths appended to it.
+    at = min((i for i in (base_url.find("?"), base_url.find("#")) if i >= 0), default=-1)
+    if at >= 0:
+        cut = base_url[at:]
         raise PackRefused(
             codes.REPOSITORY_UNREACHABLE,
             f"repository url {base_url!r} has a query or fragment ({cut!r}): pack files are "

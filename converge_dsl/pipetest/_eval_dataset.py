@@ -142,12 +142,24 @@ def _jsonl_rows(text: str) -> list[tuple[int, object]]:
 def _csv_rows(text: str) -> list[tuple[int, object]]:
     # strict: a quoted cell never closed was read to the end of the file as one cell
     reader = csv.DictReader(io.StringIO(text), strict=True)
+    lines = io.StringIO(text).readlines()  # as the reader counts them
     rows: list[tuple[int, object]] = []
+    start = 1  # the line the row being read begins at
     try:
-        twice = _repeated(reader.fieldnames or ())
+        columns = reader.fieldnames or ()
+        blank = next((c for c in columns if not c.strip()), None)
+        if blank is not None:  # Excel's trailing empty columns: refused before "twice"
+            return [(1, f"column {blank!r} is neither name, input.X nor expected.X")]
+        twice = _repeated(columns)
         if twice is not None:  # the row's dict keeps the last cell of the two, silently
             return [(1, f"the header names column {twice!r} twice")]
-        for row in reader:
+        while True:
+            start = reader.line_num + 1
+            while start <= len(lines) and not lines[start - 1].strip():
+                start += 1  # the reader skips blank lines
+            row = next(reader, None)
+            if row is None:
+                break
             rows.append((reader.line_num, _csv_case(row)))
     except csv.Error as exc:  # a cell over csv's field limit: it reads no further
         unread = f"the CSV cannot be read from here: {exc}"
@@ -158,7 +170,7 @@ def _csv_rows(text: str) -> list[tuple[int, object]]:
                 f"a cell is longer than {csv.field_size_limit():,} characters, the most a "
                 "CSV cell is read with; give long inputs in a JSONL dataset"
             )
-        rows.append((reader.reader.line_num, unread))
+        rows.append((start, unread))
     return rows
 
 

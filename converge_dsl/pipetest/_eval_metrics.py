@@ -70,16 +70,19 @@ def score(
 
 
 def within(found: float, expected: float, tolerance: float) -> bool:
-    """Whether `found` is within `tolerance` of `expected`. JSON numbers may be integers too
-    large for a float: those are compared exactly (a float difference raised OverflowError)."""
-    try:
+    """Whether `found` is within `tolerance` of `expected`. JSON numbers may be integers
+    beyond 2**53: those are compared exactly (a float difference rounds them, or raised
+    OverflowError: 2**53 + 1 was within 0 of 9007199254740992.0)."""
+    if not any(isinstance(v, int) and abs(v) > _EXACT_FLOAT for v in (found, expected)):
         return abs(found - expected) <= tolerance
-    except OverflowError:
-        if isinstance(tolerance, float) and math.isinf(tolerance):
-            return True
-        if not all(math.isfinite(v) for v in (found, expected) if isinstance(v, float)):
-            return False  # an integer is never within a finite tolerance of an infinity
-        return abs(Fraction(found) - Fraction(expected)) <= Fraction(tolerance)
+    if isinstance(tolerance, float) and math.isinf(tolerance):
+        return True
+    if not all(math.isfinite(v) for v in (found, expected, tolerance) if isinstance(v, float)):
+        return False  # an integer is never within a finite tolerance of an infinity
+    return abs(Fraction(found) - Fraction(expected)) <= Fraction(tolerance)
+
+
+_EXACT_FLOAT = 2**53  # the integers a float holds exactly are those up to this
 
 
 def field_values(result: Mapping[str, Any], key: str, pointer: str) -> list[JsonValue]:

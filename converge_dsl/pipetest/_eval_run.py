@@ -29,7 +29,7 @@ import asyncio
 import os
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -231,12 +231,17 @@ _DIAGNOSTIC_FIELDS = ("code", "message", "file", "line", "column", "hint", "sugg
 _FAILED_RUNS = ("error", "invalid", "usage_error")  # the run-result's stop reasons of a failure
 
 
-def _run_error(body: Mapping[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
+def _run_error(
+    body: Mapping[str, Any], expected: Collection[str] = ()
+) -> tuple[str | None, dict[str, Any] | None]:
     """Why a case's run stopped with `error` (or never started: `invalid`, `usage_error`,
     which an evaluation passed silently), from its first error diagnostic: that diagnostic
     located on one line, and its fields that are given (None, None for a run that stopped
-    for another reason; a text and None for one without such a diagnostic)."""
-    if body.get("stop_reason") not in _FAILED_RUNS:
+    for another reason, or for a stop reason in `expected`: one a `stop_reason` metric of
+    the evaluation asks for, so the evaluation measures it and scores it; a text and None
+    for one without such a diagnostic)."""
+    stop = body.get("stop_reason")
+    if stop not in _FAILED_RUNS or stop in expected:
         return None, None
     for each in body.get("diagnostics") or ():
         if isinstance(each, Mapping) and each.get("severity") == "error":
@@ -341,6 +346,7 @@ def _run_one(
     problems: list[Diagnostic] = []
     not_judged: list[tuple[str, str]] = []
     confusion: dict[str, Counter[tuple[str, str]]] = {m.name: Counter() for m in evaluation.metrics}
+    expected_stops = {str(m.spec["equals"]) for m in evaluation.metrics if m.kind == "stop_reason"}
     for index, result, verdicts in _results(evaluation, configuration, settings, judges):
         case = evaluation.cases[index]
         if result is None:
@@ -369,7 +375,7 @@ def _run_one(
                 result.seconds,
                 reasons,
                 int(usage.get("model_calls", 0)),
-                *_run_error(body),
+                *_run_error(body, expected_stops),
             )
         )
     aggregates = tuple(_aggregate(m, scored, confusion[m.name]) for m in evaluation.metrics)

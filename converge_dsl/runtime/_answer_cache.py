@@ -26,7 +26,7 @@ then the run configuration (`--config FILE`, `frontend.read_run_config`), then t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,10 +37,16 @@ from converge_dsl.errors import UsageError
 if TYPE_CHECKING:
     from converge_dsl.frontend import CacheConfig
     from converge_dsl.models.answer_store import AnswerStore
-    from converge_dsl.models.caching import AnswerCache, CacheMode
+    from converge_dsl.models.caching import AnswerCache, CacheMode, SavePause
 
 MODE_VARIABLE = "CONVERGE_DSL_CACHE_MODE"
 DIR_VARIABLE = "CONVERGE_DSL_CACHE"  # the cache root the compile cache uses too
+
+
+def _save_pause() -> SavePause:
+    from converge_dsl.models.caching import SavePause
+
+    return SavePause()
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,8 @@ class AnswerCaching:
     offline: bool = False
     warn: Callable[[str], object] | None = None
     explain: bool = False
+    # A failed store pauses storing for every run on the store, not for one run each.
+    saving: SavePause = field(default_factory=_save_pause, compare=False)
 
     def open(self, clock: Clock) -> AnswerCache:
         """One run's view of the store."""
@@ -67,6 +75,7 @@ class AnswerCaching:
             explain=self.explain,
             clock=clock,
             warn=self.warn,
+            saving=self.saving,
         )
 
 

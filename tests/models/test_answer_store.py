@@ -164,6 +164,42 @@ def test_a_row_reads_while_another_process_holds_the_write_lock(
     assert store.rows()[0].last_used == 6.0
 
 
+def test_a_row_read_while_the_lock_was_held_is_marked_used_by_the_next_write(
+    tmp_path: Path,
+) -> None:
+    # The mark was dropped: the next LRU prune evicted the answer just used.
+    store = SqliteAnswerStore(tmp_path)
+    store.put(row("old-but-just-used", used=1.0))
+    store.put(row("other", used=2.0))
+    holder = sqlite3.connect(tmp_path / STORE_FILE, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process writing for a moment
+    try:
+        assert store.get("old-but-just-used", 100.0) is not None
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    store.put(row("new", used=3.0))
+    used = {r.key: r.last_used for r in store.rows()}
+    assert used == {"old-but-just-used": 100.0, "other": 2.0, "new": 3.0}
+    assert store.prune(store.stats().bytes - 1) == 1
+    assert sorted(r.key for r in store.rows()) == ["new", "old-but-just-used"]
+
+
+def test_a_kept_mark_is_written_by_a_prune_too(tmp_path: Path) -> None:
+    store = SqliteAnswerStore(tmp_path)
+    store.put(row("a", used=1.0))
+    store.put(row("b", used=2.0))
+    holder = sqlite3.connect(tmp_path / STORE_FILE, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        assert store.get("a", 50.0) is not None
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert store.prune(store.stats().bytes - 1) == 1
+    assert [r.key for r in store.rows()] == ["a"]
+
+
 def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
     (tmp_path / STORE_FILE).write_bytes(b"not a database at all" * 100)
     with pytest.raises(CacheStoreError) as caught:

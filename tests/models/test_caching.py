@@ -378,5 +378,32 @@ def test_a_store_that_failed_to_store_an_answer_is_not_asked_again_in_the_run() 
     assert Held.puts == 1
     assert warnings == [
         "warning[CD974]: CD975: answer cache: 'x' failed while writing: database is locked; "
-        "the answer was not cached, nor will this run's later ones"
+        "the answer was not cached, nor will any for 60 s"
     ]
+
+
+def test_a_failed_store_pauses_storing_for_every_run_on_the_store_then_tries_again() -> None:
+    # The pause was each run's own: an evaluation of N cases on a held cache waited the
+    # busy timeout and warned once per case.
+    from converge_dsl.clock import SystemClock
+    from converge_dsl.models.answer_store import CacheStoreError
+    from converge_dsl.models.caching import SavePause
+    from converge_dsl.runtime import AnswerCaching
+
+    class Held(MemoryAnswerStore):
+        puts = 0
+
+        def put(self, row: CacheRow) -> None:
+            Held.puts += 1
+            raise CacheStoreError("answer cache: 'x' failed while writing: database is locked")
+
+    now = [0.0]
+    warnings: list[str] = []
+    caching = AnswerCaching(Held(), warn=warnings.append, saving=SavePause(60.0, lambda: now[0]))
+    for case in range(3):  # one AnswerCache a run (an evaluation's case)
+        run = caching.open(SystemClock())
+        asyncio.run(run.wrap("remote", Counting()).call(request(f"case {case}")))
+    assert (Held.puts, len(warnings)) == (1, 1)
+    now[0] = 61.0  # the pause is over: the store is tried again
+    asyncio.run(caching.open(SystemClock()).wrap("remote", Counting()).call(request("late")))
+    assert (Held.puts, len(warnings)) == (2, 2)

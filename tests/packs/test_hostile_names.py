@@ -81,7 +81,15 @@ def test_an_http_url_with_control_characters_is_an_error_not_a_traceback() -> No
     assert "\x1b" not in str(caught.value)
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:9/repo/?token=1", "http://127.0.0.1:9/repo#top"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9/repo/?token=1",
+        "http://127.0.0.1:9/repo#top",
+        "http://127.0.0.1:9/repo?",  # an empty query or fragment passed the check
+        "http://127.0.0.1:9/repo#",
+    ],
+)
 def test_an_http_url_with_a_query_or_fragment_is_refused_before_any_request(url: str) -> None:
     # Each file was asked at the url with its path appended after the query or
     # fragment: the repository's own files were never asked for, and `pack list`

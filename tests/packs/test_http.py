@@ -145,6 +145,24 @@ def test_a_silent_server_is_named_silent_not_past_the_deadline(hostile: str) -> 
     )
 
 
+def test_a_connection_that_times_out_is_named_as_such() -> None:
+    # A host dropping the connection was said to have "sent nothing for 30 s".
+    import httpx
+
+    def drop(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectTimeout("timed out", request=request)
+
+    client = httpx.Client(transport=httpx.MockTransport(drop))
+    repository = HttpRepository("http://packs.example.org/repo", client=client, timeout_s=30)
+    with pytest.raises(PackError) as caught:
+        repository.fetch_index("alpha")
+    assert caught.value.message == (
+        "GET http://packs.example.org/repo/index/alpha.json: no connection could be made "
+        "within 30 s (repository http://packs.example.org/repo/)"
+    )
+    assert caught.value.code == codes.REPOSITORY_TOO_SLOW
+
+
 def test_slow_redirects_count_against_the_same_deadline(hostile: str) -> None:
     refused, seconds = _refusal(
         HttpRepository(f"{hostile}/slow-redirect", deadline_s=0.8), codes.REPOSITORY_TOO_SLOW

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from converge_dsl.cli import run
 
 from .conftest import make_pack
@@ -101,5 +103,42 @@ def test_publishes_into_one_repository_at_once_keep_every_version(tmp_path: Path
 def test_publish_into_a_file_names_the_repository(tmp_path: Path) -> None:
     (tmp_path / "repo").write_text("")
     code, out, err = _publish(tmp_path, "1.0.0")
+    assert (code, out) == (1, "")
+    assert err.startswith(f"error[CD325]: repository {(tmp_path / 'repo').as_posix()} is a file")
+
+
+def test_a_publish_with_a_bad_signing_key_leaves_no_repository_folder(tmp_path: Path) -> None:
+    # The folder was made (for its lock) before the key was read, and left there empty.
+    bad = tmp_path / "badkey"
+    bad.write_text("not a key\n")
+    code, out, err = _publish(tmp_path, "1.0.0", "--sign-key", str(bad))
+    assert (code, out) == (1, "")
+    assert err.startswith("error[CD")
+    assert not (tmp_path / "repo").exists()
+
+
+def test_a_held_repository_is_named_with_who_writes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The message named names.json and hinted at "lock or pack add".
+    from converge_dsl.packs import _lockfile
+
+    monkeypatch.setattr(_lockfile, "LOCK_WAIT_S", 0.0)
+    assert _publish(tmp_path, "1.0.0")[0] == 0
+    repo = tmp_path / "repo"
+    with _lockfile.exclusive(repo / "names.json"):
+        code, out, err = _cli("pack", "yank", "alpha", "1.0.0", "--repo", str(repo))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error[CD323]: repository {repo.as_posix()} is being "
+        "written by another pack publish or yank; gave up after 0 s\n"
+        "  hint: wait for it to finish, then retry\n"
+    )
+
+
+def test_yank_in_a_file_names_the_repository(tmp_path: Path) -> None:
+    # It said CD324 'Not a directory' where publish says CD325 'is a file'.
+    (tmp_path / "repo").write_text("")
+    code, out, err = _cli("pack", "yank", "alpha", "1.0.0", "--repo", str(tmp_path / "repo"))
     assert (code, out) == (1, "")
     assert err.startswith(f"error[CD325]: repository {(tmp_path / 'repo').as_posix()} is a file")

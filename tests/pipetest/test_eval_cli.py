@@ -73,8 +73,19 @@ def test_a_baseline_that_is_not_a_result_is_a_usage_error(tmp_path: Path) -> Non
         ('{"cases": ["vat-number"]}', "/cases/0 is not a case with a `name`"),
         ('{"cases": [{"name": "vat-number", "scores": [1]}]}', "/cases/0/scores is not an object"),
         ('{"configurations": [{"cases": []}, 5]}', "/configurations/1/cases is not a list"),
+        (
+            '{"cases": [{"name": "vat-number", "scores": {"category": 1%s}}]}' % ("0" * 400),
+            "/cases/0/scores/category is not a score",
+        ),
     ],
-    ids=["text-score", "boolean-score", "text-case", "list-scores", "bad-configuration"],
+    ids=[
+        "text-score",
+        "boolean-score",
+        "text-case",
+        "list-scores",
+        "bad-configuration",
+        "huge-integer-score",
+    ],
 )
 def test_a_baseline_edited_out_of_shape_is_refused_at_its_pointer(
     tmp_path: Path, document: str, said: str
@@ -86,6 +97,20 @@ def test_a_baseline_edited_out_of_shape_is_refused_at_its_pointer(
     code, out, err = cli("eval", EVAL / "classify.eval.yaml", "--baseline", bad)
     assert (code, out) == (3, "")
     assert f"error[CD335]: baseline {bad} is not an evaluation result: {said}" in err
+
+
+def test_a_baseline_whose_scores_are_null_compares_as_one_without_scores(
+    tmp_path: Path,
+) -> None:
+    # `compare` reads `"scores": null` as no scores; the check before it refused it.
+    base = tmp_path / "base.json"
+    base.write_text(
+        '{"cases": [{"name": "vat-number", "scores": null},'
+        ' {"name": "login-loop", "scores": {"category": 1.0}}]}'
+    )
+    _, out, err = cli("eval", EVAL / "classify.eval.yaml", "--baseline", base)
+    assert "CD335" not in err
+    assert "against the baseline:" in out
 
 
 def test_an_invalid_evaluation_file_exits_2_with_located_errors(tmp_path: Path) -> None:

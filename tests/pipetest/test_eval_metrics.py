@@ -58,8 +58,18 @@ def test_numeric_tolerance_and_json_subset() -> None:
         (10**400, 10**400 + 2, 1.0, 0.0),
         (10**400, float("inf"), 1.0, 0.0),
         (1.5, 10**400, float("inf"), 1.0),
+        (2**53 + 1, 9007199254740992.0, 0.0, 0.0),  # the float difference rounded to 0
+        (9007199254740992.0, 2**53 + 1, 1.0, 1.0),
     ],
-    ids=["float-vs-huge", "huge-within", "huge-beyond", "huge-vs-inf", "infinite-tolerance"],
+    ids=[
+        "float-vs-huge",
+        "huge-within",
+        "huge-beyond",
+        "huge-vs-inf",
+        "infinite-tolerance",
+        "beyond-2**53-exact",
+        "beyond-2**53-within",
+    ],
 )
 def test_numeric_compares_integers_too_large_for_a_float(
     found: object, expected: object, tolerance: float, scored: float

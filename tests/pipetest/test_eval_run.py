@@ -233,3 +233,23 @@ def test_a_case_whose_run_never_started_fails_the_evaluation_naming_why(tmp_path
     assert code == 1
     assert "errors: 1 case(s) stopped with an error:\n  a: CD338: unknown input 'nope'" in out
     assert out.endswith("overall: 0.000: FAILED\n")
+
+
+def test_a_refusal_the_evaluation_measures_is_not_an_error(tmp_path: Path) -> None:
+    # An evaluation of input refusal: its stop_reason metric asks for usage_error, so a
+    # case stopping so scores 1 and is not an error (it failed the evaluation).
+    for name in ("classify.yaml", "classify.script.yaml"):
+        shutil.copy(EVAL / name, tmp_path / name)
+    (tmp_path / "cases.jsonl").write_text('{"name": "a", "inputs": {"nope": "x"}}\n')
+    (tmp_path / "e.eval.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: Evaluation\npipeline: classify.yaml\n"
+        "dataset: cases.jsonl\nmetrics:\n  - name: refused\n"
+        "    stop_reason: {equals: usage_error}\n"
+    )
+    code, out, _ = cli("eval", tmp_path / "e.eval.yaml")
+    assert (code, "errors:" in out) == (0, False), out
+    assert out.endswith("overall: 1.000: passed\n")
+    from converge_dsl.pipetest._eval_run import _run_error
+
+    assert _run_error({"stop_reason": "invalid"}, {"invalid"}) == (None, None)
+    assert _run_error({"stop_reason": "invalid"}, {"usage_error"})[0] is not None

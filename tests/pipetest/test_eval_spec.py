@@ -267,6 +267,31 @@ def test_a_csv_row_quoted_wrong_is_refused_at_its_line(tmp_path: Path, row: str,
     assert found[:1] == [(codes.EVAL_BAD_CASE, 3, f"the CSV cannot be read from here: {said}")]
 
 
+def test_a_csv_quote_never_closed_is_located_where_it_opened(tmp_path: Path) -> None:
+    # It was reported at the file's last line.
+    text = 'name,input.service,expected.top\nc1,checkout,bad-deploy\n\nc2,"search,top\n'
+    found = _codes(_folder(tmp_path, "cases.csv", text + "c3,a,b\nc4,c,d\n"))
+    assert found[:1] == [
+        (
+            codes.EVAL_BAD_CASE,
+            4,
+            "the CSV cannot be read from here: unexpected end of data "
+            "(a quoted cell is never closed)",
+        )
+    ]
+
+
+def test_a_csv_header_with_empty_trailing_columns_names_the_empty_column(
+    tmp_path: Path,
+) -> None:
+    # Excel's trailing empty columns were said to be "column '' twice".
+    text = "name,input.service,expected.top,,\nc1,checkout,bad-deploy,,\n"
+    found = _codes(_folder(tmp_path, "cases.csv", text))
+    assert found[:1] == [
+        (codes.EVAL_BAD_CASE, 1, "column '' is neither name, input.X nor expected.X")
+    ]
+
+
 def test_a_csv_cell_over_the_csv_limit_is_located_at_its_row(tmp_path: Path) -> None:
     # csv raised `_csv.Error: field larger than field limit` through eval and validate,
     # a traceback; a CSV row's hint spoke of JSON objects.
