@@ -52,7 +52,6 @@ from ._bodies import BODY_S, parse_json, read_body
 from ._idempotency import IdempotencyKey, checked_key
 from ._openapi import document, inputs_schema
 from ._requests import Problem, Refused, decisions_request, failed, refused, run_request
-from ._state_file import StateFile
 from ._store import FINISHED, RunRow
 from ._streams import event_stream, last_event
 from ._tokens import TokenFile
@@ -189,7 +188,7 @@ class _Api:
         self.limits = limits
         self.openapi = document(service.pipelines)
         self.routes: list[Route] = []  # the application's (`build_app`), for 405's Allow
-        self.state = StateFile(service.store.database)
+        self.state = service.state_file
 
     def guarded(self, handler: Handler, *, open_route: bool = False) -> Handler:
         """`handler` behind the token check, its refusals answered as JSON errors."""
@@ -203,10 +202,6 @@ class _Api:
                     and not self.tokens.allows(request.headers.get("authorization"))
                 ):
                     raise Refused(401, (UNAUTHORIZED,))
-                if request.method in ("POST", "DELETE"):  # a write to a state gone: lost
-                    gone = self.state.refusal()
-                    if gone is not None:
-                        raise gone
                 return await handler(request)
             except Exception as error:
                 refusal = answered(error, request.method, request.url.path)
