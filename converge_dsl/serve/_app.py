@@ -333,6 +333,8 @@ class _Api:
         assert isinstance(exc, HTTPException)
         # Starlette's Allow names the methods of the first route of the path only
         allowed = self.allowed(request) if exc.status_code == 405 else None
+        if exc.status_code == 405 and allowed is None:  # a method not even the catch-all takes
+            return problems_response(_no_route(request), self.service.redact)
         return self.refusal(request, exc.status_code, str(exc.detail), allowed)
 
     def allowed(self, request: Request) -> str | None:
@@ -375,13 +377,13 @@ class _Api:
         allowed = self.allowed(request)
         if allowed is not None:
             return self.refusal(request, 405, "Method Not Allowed", allowed)
-        raise refused(
-            404,
-            codes.SERVE_NOT_FOUND,
-            f"no route {request.url.path[:100]!r}",
-            "",
-            "see GET /v1/openapi.json",
-        )
+        raise _no_route(request)
+
+
+def _no_route(request: Request) -> Refused:
+    """The 404 of a path no route takes, whatever its method."""
+    path = request.url.path[:100]
+    return refused(404, codes.SERVE_NOT_FOUND, f"no route {path!r}", "", "see GET /v1/openapi.json")
 
 
 def answered(error: Exception, method: str, path: str) -> Refused:

@@ -653,7 +653,12 @@ def test_a_method_no_route_takes_is_a_json_405(served: tuple[str, dict[str, str]
             assert problem["message"] == f"{method} {path!r}: Method Not Allowed"
             assert answer.headers["allow"] == allowed
             assert problem["hint"] == f"{path} takes {allowed}"
-        assert http.put("/v1/nothing").status_code == 404
+        for method in ("PUT", "OPTIONS", "TRACE", "GET"):  # OPTIONS, TRACE were a 405
+            nothing = http.request(method, "/v1/nothing")
+            assert nothing.status_code == 404, method
+            assert "allow" not in nothing.headers
+            (problem,) = nothing.json()["errors"]
+            assert (problem["code"], problem["message"]) == ("CD990", "no route '/v1/nothing'")
 
 
 def test_a_body_of_json_null_is_no_object(served: tuple[str, dict[str, str]]) -> None:
