@@ -11,8 +11,12 @@ presented token with each kept digest in constant time
 stats the file (a symbolic link followed, as Kubernetes swaps a mounted
 secret) and reads it again only when its identity (device, inode, size,
 mtime_ns, ctime_ns) changed since the last read, or when that read came
-within `RACY_NS` of the file's mtime: a write in the same timestamp tick
-would leave the identity as it was (git's "racily clean" index entries).
+within `RACY_NS` of the file's mtime or ctime (whichever is later: a writer may
+set the mtime back): a write in the same timestamp tick would leave the
+identity as it was (git's "racily clean" index entries). A file written in
+place is truncated first, then written: while it is that recent, a last line
+without its newline may be a token cut short, and is not read (a token is
+let in once its line is whole, or once the file has settled).
 While the file is missing, unreadable or invalid, no request is let in on
 the tokens it held before (fail closed): each is answered 503 with CD461 and
 `Retry-After` until the file holds tokens again, and the server's log says so
@@ -90,15 +94,18 @@ def _parse(text: str) -> tuple[Tokens, tuple[str, ...]]:
     return Tokens(tuple(digests)), tuple(plain)
 
 
-def _read(path: Path) -> tuple[Tokens, tuple[str, ...]]:
+def _read(path: Path, *, racy: bool = False) -> tuple[Tokens, tuple[str, ...]]:
     """The tokens of `path`; `_Unusable` when it cannot be read as a token file (a FIFO
-    or a file over the cap stays the `ReadRefused` it is)."""
+    or a file over the cap stays the `ReadRefused` it is). `racy`: the file may be being
+    written (see the module docstring): a last line without its newline is left out."""
     try:
         text = read_text(path, "--token-file", cap=_CAP)
     except UnicodeDecodeError:
         raise _Unusable("it is not UTF-8 text") from None
     except OSError as exc:
         raise _Unusable(f"it cannot be read ({exc.strerror or exc})") from None
+    if racy and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
     return _parse(text)
 
 
@@ -160,7 +167,9 @@ class TokenFile:
     def _trusted(self, identity: _Identity | OSError) -> _Identity | None:
         """`identity` if a read after it cannot have missed a write; else None (read again
         at the next check)."""
-        if isinstance(identity, OSError) or abs(self._now() - identity[3]) < RACY_NS:
+        if isinstance(identity, OSError):
+            return None
+        if abs(self._now() - max(identity[3], identity[4])) < RACY_NS:
             return None
         return identity
 
@@ -175,18 +184,19 @@ class TokenFile:
     def _reread(self, identity: _Identity | OSError) -> None:
         tokens: Tokens | None
         plain: tuple[str, ...]
+        seen = self._trusted(identity)
         if isinstance(identity, OSError):
             problem = self._problem_of(identity)
             tokens, plain = None, ()
         else:
             try:
-                tokens, plain = _read(self.path)
+                tokens, plain = _read(self.path, racy=seen is None)
                 problem = None
             except (_Unusable, ReadRefused) as exc:
                 problem = self._problem_of(exc)
                 tokens, plain = None, ()
         before = self._tokens
-        self._seen = self._trusted(identity)
+        self._seen = seen
         self._tokens = tokens
         self.plain = tuple(dict.fromkeys((*self.plain, *plain)))
         log = logging.getLogger("uvicorn.error")
