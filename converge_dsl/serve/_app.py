@@ -313,9 +313,11 @@ class _Api:
         return JSONResponse(self.openapi)
 
     async def health(self, request: Request) -> Response:
-        gone = self.state.refusal()
-        if gone is not None:
-            raise gone
+        """Ok, or the 503 every other request would meet: the state gone (CD993), the
+        token file unusable (CD461), so that a load balancer drains the instance."""
+        self.state.check()
+        if self.tokens is not None:
+            self.tokens.usable()
         return JSONResponse({"status": "ok", "pipelines": len(self.service.pipelines)})
 
     async def metrics(self, request: Request) -> Response:

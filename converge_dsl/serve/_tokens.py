@@ -174,12 +174,19 @@ class TokenFile:
         return identity
 
     def allows(self, authorization: str | None) -> bool:
+        """Whether `authorization` (the request's header) carries one of the file's tokens
+        as it is now; the 503 `Refused` (CD461) while the file cannot be used."""
+        return self.usable().allows(authorization)
+
+    def usable(self) -> Tokens:
+        """The file's tokens as it is now (read again if it changed); the 503 `Refused`
+        (CD461) while it cannot be used (`/healthz` asks too: no token needed)."""
         identity = self._identity()
         if identity != self._seen:  # an error or a change (never equal to an error)
             self._reread(identity)
         if self._tokens is None:
             raise Refused(503, (UNUSABLE,), retry_after=UNUSABLE_RETRY_S)
-        return self._tokens.allows(authorization)
+        return self._tokens
 
     def _reread(self, identity: _Identity | OSError) -> None:
         tokens: Tokens | None

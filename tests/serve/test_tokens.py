@@ -212,9 +212,12 @@ def test_a_served_token_file_is_seen_as_it_changes(tmp_path: Path, servers: list
         assert [answer.status_code for answer in gone] == [503, 503]
         assert gone[0].json()["errors"][0]["code"] == "CD461"
         assert gone[0].headers["retry-after"] == "5"
-        assert http.get("/healthz").status_code == 200  # no token needed, none checked
+        health = http.get("/healthz")  # no token needed; it was 200, never drained
+        assert (health.status_code, health.json()["errors"][0]["code"]) == (503, "CD461")
+        assert health.headers["retry-after"] == "5"
         path.write_text(f"{other}\n")
         assert (status(other), status(TOKEN)) == (200, 401)
+        assert http.get("/healthz").status_code == 200
     server.stop()
     logged = "".join(server.stderr)
     assert logged.count("cannot be used: it is missing") == 1, logged
