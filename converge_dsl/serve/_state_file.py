@@ -12,10 +12,10 @@ that one, or None while it is. The run service refuses what writes the state
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from converge_dsl import codes
+from converge_dsl._file_identity import identity
 
 from ._requests import Refused, refused
 
@@ -31,13 +31,13 @@ class StateFile:
         self._identity = self._stat()
 
     def _stat(self) -> tuple[int, int] | OSError:
-        try:
-            st = os.stat(self.path)
-        except OSError as exc:
-            return exc
-        return st.st_dev, st.st_ino
+        """The file's device and inode (what a write leaves as they are), or the error."""
+        found = identity(self.path)
+        return found if isinstance(found, OSError) else (found.device, found.inode)
 
     def problem(self) -> str | None:
+        """Why the file at `path` is no longer the database the service opened (deleted,
+        replaced, not to be seen), from one `stat`; None while it is."""
         now = self._stat()
         if now == self._identity:
             return None

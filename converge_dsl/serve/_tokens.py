@@ -28,13 +28,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from converge_dsl import codes
+from converge_dsl._file_identity import SETTLED_NS, FileIdentity, identity, settled
 from converge_dsl._reading import ReadRefused, read_text
 
 from ._errors import ServeRefused
@@ -42,9 +42,9 @@ from ._requests import Problem, Refused
 
 _PREFIX = "sha256:"
 _CAP = 1 << 20
-# The coarsest file timestamps in common use (FAT's 2 s): a file whose mtime is this
-# near the time it was read is read again at the next check.
-RACY_NS = 2_000_000_000
+# A file whose mtime or ctime is this near the time it was read is read again at the
+# next check (`_file_identity.settled`).
+RACY_NS = SETTLED_NS
 # The Retry-After of a request refused while the token file cannot be used (seconds).
 UNUSABLE_RETRY_S = 5
 
@@ -135,8 +135,6 @@ UNUSABLE = Problem(
     "its --token-file, for its operator to mend",
 )
 
-_Identity = tuple[int, int, int, int, int]
-
 
 class TokenFile:
     """The tokens of `--token-file` while the service runs (see the module docstring).
@@ -150,28 +148,19 @@ class TokenFile:
     def __init__(self, path: Path, *, now: Callable[[], int] = time.time_ns) -> None:
         self.path = path
         self._now = now
-        identity = self._identity()
+        found = identity(path)
         self._tokens: Tokens | None
         self._tokens, plain = read_tokens(path)
         self.plain: tuple[str, ...] = plain
-        self._seen = self._trusted(identity)
+        self._seen = self._trusted(found)
         self._problem: str | None = None
 
-    def _identity(self) -> _Identity | OSError:
-        try:
-            st = os.stat(self.path)
-        except OSError as exc:
-            return exc
-        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-    def _trusted(self, identity: _Identity | OSError) -> _Identity | None:
-        """`identity` if a read after it cannot have missed a write; else None (read again
+    def _trusted(self, found: FileIdentity | OSError) -> FileIdentity | None:
+        """`found` if a read after it cannot have missed a write; else None (read again
         at the next check)."""
-        if isinstance(identity, OSError):
+        if isinstance(found, OSError) or not settled(found, self._now()):
             return None
-        if abs(self._now() - max(identity[3], identity[4])) < RACY_NS:
-            return None
-        return identity
+        return found
 
     def allows(self, authorization: str | None) -> bool:
         """Whether `authorization` (the request's header) carries one of the file's tokens
@@ -181,19 +170,19 @@ class TokenFile:
     def usable(self) -> Tokens:
         """The file's tokens as it is now (read again if it changed); the 503 `Refused`
         (CD461) while it cannot be used (`/healthz` asks too: no token needed)."""
-        identity = self._identity()
-        if identity != self._seen:  # an error or a change (never equal to an error)
-            self._reread(identity)
+        found = identity(self.path)
+        if found != self._seen:  # an error or a change (never equal to an error)
+            self._reread(found)
         if self._tokens is None:
             raise Refused(503, (UNUSABLE,), retry_after=UNUSABLE_RETRY_S)
         return self._tokens
 
-    def _reread(self, identity: _Identity | OSError) -> None:
+    def _reread(self, found: FileIdentity | OSError) -> None:
         tokens: Tokens | None
         plain: tuple[str, ...]
-        seen = self._trusted(identity)
-        if isinstance(identity, OSError):
-            problem = self._problem_of(identity)
+        seen = self._trusted(found)
+        if isinstance(found, OSError):
+            problem = self._problem_of(found)
             tokens, plain = None, ()
         else:
             try:
