@@ -16,13 +16,13 @@ or pydantic.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from converge_dsl import codes
+from converge_dsl._file_identity import FileIdentity, identity, settled
 from converge_dsl._files import ReferenceRefused, referenced_path
 from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.errors import ConvergeError
@@ -95,11 +95,8 @@ def _script_problems(
 
 # The scripts loaded so far: (path, display, size cap) -> (the file's signature when it
 # was read, its bytes, its script).
-_LOADED: dict[tuple[str, str, int], tuple[tuple[int, int, int, int] | None, bytes, Script]] = {}
+_LOADED: dict[tuple[str, str, int], tuple[FileIdentity | None, bytes, Script]] = {}
 _KEEP_LOADED = 64
-# A file modified more recently than this before a load is not known by its signature
-# (file systems stamp times in ticks of up to 2 s; the wall clock is read only for this).
-_SETTLED_NS = 2_000_000_000
 
 
 def load_script(path: Path, *, display: str, env: Mapping[str, str] | None = None) -> Script:
@@ -112,23 +109,25 @@ def load_script(path: Path, *, display: str, env: Mapping[str, str] | None = Non
     diagnostic that names what it holds, never its text.
 
     A script is parsed and checked again only when the file changed since the
-    last load of that path: while its (inode, device, mtime_ns, size) are those
-    of the last load, the script of that load is returned without reading the
-    file; otherwise the file is read and parsed again unless its bytes are those
-    of the last load (a batch builds its scripted model once per case; a script
-    edited between two runs is the new one in the second). A file modified less
-    than `_SETTLED_NS` before it was read is compared by its bytes until it has
-    settled: an edit within the file system's clock tick keeps its signature.
+    last load of that path: while its identity (`_file_identity`: device, inode,
+    size, mtime and ctime) is that of the last load, the script of that load is
+    returned without reading the file; otherwise the file is read and parsed again
+    unless its bytes are those of the last load (a batch builds its scripted model
+    once per case; a script edited between two runs is the new one in the second).
+    A file modified or changed less than `SETTLED_NS` before it was read is
+    compared by its bytes until it has settled: an edit within the file system's
+    clock tick keeps its identity (the wall clock is read only for this).
     """
     from converge_dsl.frontend import max_bytes
 
     key = (str(path), display, max_bytes(env))
     kept = _LOADED.get(key)
-    signature = _signature(path)
+    found = identity(path)
+    signature = None if isinstance(found, OSError) else found
     if kept is not None and signature is not None and kept[0] == signature:
         return kept[2]
     raw = _bytes(path)
-    if signature is not None and time.time_ns() - signature[2] < _SETTLED_NS:
+    if signature is not None and not settled(signature, time.time_ns()):
         signature = None  # too fresh to tell an edit in the same clock tick by its time
     if kept is not None and raw is not None and kept[1] == raw:
         _LOADED[key] = (signature, raw, kept[2])
@@ -139,16 +138,6 @@ def load_script(path: Path, *, display: str, env: Mapping[str, str] | None = Non
             del _LOADED[next(iter(_LOADED))]
         _LOADED[key] = (signature, raw, script)
     return script
-
-
-def _signature(path: Path) -> tuple[int, int, int, int] | None:
-    """What tells that the file at `path` changed (None when it cannot be read): its
-    inode, device, modification time (ns) and size."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_ino, info.st_dev, info.st_mtime_ns, info.st_size)
 
 
 def _bytes(path: Path) -> bytes | None:

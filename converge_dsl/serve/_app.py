@@ -52,7 +52,6 @@ from ._bodies import BODY_S, parse_json, read_body
 from ._idempotency import IdempotencyKey, checked_key
 from ._openapi import document, inputs_schema
 from ._requests import Problem, Refused, decisions_request, failed, refused, run_request
-from ._state_file import StateFile
 from ._store import FINISHED, RunRow
 from ._streams import event_stream, last_event
 from ._tokens import TokenFile
@@ -189,7 +188,7 @@ class _Api:
         self.limits = limits
         self.openapi = document(service.pipelines)
         self.routes: list[Route] = []  # the application's (`build_app`), for 405's Allow
-        self.state = StateFile(service.store.database)
+        self.state = service.state_file
 
     def guarded(self, handler: Handler, *, open_route: bool = False) -> Handler:
         """`handler` behind the token check, its refusals answered as JSON errors."""
@@ -203,10 +202,6 @@ class _Api:
                     and not self.tokens.allows(request.headers.get("authorization"))
                 ):
                     raise Refused(401, (UNAUTHORIZED,))
-                if request.method in ("POST", "DELETE"):  # a write to a state gone: lost
-                    gone = self.state.refusal()
-                    if gone is not None:
-                        raise gone
                 return await handler(request)
             except Exception as error:
                 refusal = answered(error, request.method, request.url.path)
@@ -318,9 +313,11 @@ class _Api:
         return JSONResponse(self.openapi)
 
     async def health(self, request: Request) -> Response:
-        gone = self.state.refusal()
-        if gone is not None:
-            raise gone
+        """Ok, or the 503 every other request would meet: the state gone (CD993), the
+        token file unusable (CD461), so that a load balancer drains the instance."""
+        self.state.check()
+        if self.tokens is not None:
+            self.tokens.usable()
         return JSONResponse({"status": "ok", "pipelines": len(self.service.pipelines)})
 
     async def metrics(self, request: Request) -> Response:
@@ -338,6 +335,8 @@ class _Api:
         assert isinstance(exc, HTTPException)
         # Starlette's Allow names the methods of the first route of the path only
         allowed = self.allowed(request) if exc.status_code == 405 else None
+        if exc.status_code == 405 and allowed is None:  # a method not even the catch-all takes
+            return problems_response(_no_route(request), self.service.redact)
         return self.refusal(request, exc.status_code, str(exc.detail), allowed)
 
     def allowed(self, request: Request) -> str | None:
@@ -380,13 +379,13 @@ class _Api:
         allowed = self.allowed(request)
         if allowed is not None:
             return self.refusal(request, 405, "Method Not Allowed", allowed)
-        raise refused(
-            404,
-            codes.SERVE_NOT_FOUND,
-            f"no route {request.url.path[:100]!r}",
-            "",
-            "see GET /v1/openapi.json",
-        )
+        raise _no_route(request)
+
+
+def _no_route(request: Request) -> Refused:
+    """The 404 of a path no route takes, whatever its method."""
+    path = request.url.path[:100]
+    return refused(404, codes.SERVE_NOT_FOUND, f"no route {path!r}", "", "see GET /v1/openapi.json")
 
 
 def answered(error: Exception, method: str, path: str) -> Refused:

@@ -10,6 +10,7 @@ deleted, in one transaction (`RunStore.finish`), so a run ends exactly once; the
 stopped (on the service's loops or on a worker) is that transaction's write in the journals' next
 group commit (`RunStore.finish_later`), and the run is answered once it is committed.
 
+- `submit`, `cancel`, `decide` first refuse (503, CD993) a state database gone (`_state_file`).
 - `submit` queues a run (`Refused` 429 with a `Retry-After` when the pipeline's queue is full);
   `wait` waits (bounded) for it to stop. A run that a waiting worker takes at once is stored started
   (`running`, its first attempt) by the write that adds it: a restart continues it as any running
@@ -40,7 +41,6 @@ event loops of their own threads (`_loops`, `--run-threads`), so the HTTP layer 
 compute; a run never waits for the disk there (its journal's commits are the group commit's, on its
 own thread). Their events reach the streams through the service's loop. Errors a run stops on become
 its result (`not_run_document`), every message passed through the redactor.
-
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ from ._metrics import Metrics
 from ._requests import RunRequest, queue_full, refused
 from ._results import Adds, Stopped, committed, ended_row, failed, redacted
 from ._resumption import DECIDED_BY, limits_of, local_run, resumption
+from ._state_file import StateFile
 from ._store import FINISHED, RunRow, RunStore, StateError, result_json
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ class RunService:
         self._strikes: dict[str, int] = {}
         self._retention = retention or Retention()
         self.store = store
+        self.state_file = StateFile(store.database)
         self.metrics = Metrics(self.pipelines)
         self._state = state
         self._limits = limits
@@ -214,6 +216,7 @@ class RunService:
         the same (pipeline, inputs, budget), nothing queued; `Refused` (409) naming the
         first difference when it is not.
         """
+        self.state_file.check()
         data, digest = request.data(), None
         if key is not None:
             digest, first = first_run(self.store, key, pipeline, data)
@@ -244,13 +247,8 @@ class RunService:
     def get(self, run: str) -> RunRow:
         row = self.store.get(run)
         if row is None:
-            raise refused(
-                404,
-                codes.SERVE_NOT_FOUND,
-                f"no run {run!r}",
-                "",
-                "a run id is one that POST /v1/pipelines/NAME/runs answered with",
-            )
+            hint = "a run id is one that POST /v1/pipelines/NAME/runs answered with"
+            raise refused(404, codes.SERVE_NOT_FOUND, f"no run {run!r}", "", hint)
         return row
 
     def live(self, run: str) -> LiveRun | None:
@@ -277,6 +275,7 @@ class RunService:
         return ended.row if ended.row is not None else self.get(run)
 
     def cancel(self, run: str) -> RunRow:
+        self.state_file.check()
         row = self.get(run)
         if self.store.cancel(run, self._now()):  # a paused run's journal goes with it
             self.metrics.ended(run, self._clock.monotonic())
@@ -312,6 +311,7 @@ class RunService:
     async def decide(self, run: str, decisions: Mapping[str, bool]) -> RunRow:
         """Queue the paused `run` again with `decisions` (unknown ids refused, 422; a run
         of a pipeline this server does not serve refused, 409, and left paused)."""
+        self.state_file.check()
         row = self.get(run)
         check_decisions(row, decisions, self._queues)
         if run in self._tasks:  # its pause is stored, its task still ending: let it end first

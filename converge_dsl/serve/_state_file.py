@@ -5,16 +5,17 @@ replaced) while it is open: a state folder removed while the server runs would
 take every run, pause and decision into a file no restart reads again.
 `StateFile(path)` records the file's identity (device, inode) when the service
 starts; `problem()` says, from one `stat`, why the file at `path` is no longer
-that one, or None while it is. The HTTP API refuses the requests that write
-(503, CD993) and `/healthz` answers 503 while there is a problem.
+that one, or None while it is. The run service refuses what writes the state
+(`check`: starting, cancelling and deciding a run, over HTTP or MCP; 503, CD993) and
+`/healthz` answers 503 while there is a problem.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from converge_dsl import codes
+from converge_dsl._file_identity import identity
 
 from ._requests import Refused, refused
 
@@ -30,13 +31,13 @@ class StateFile:
         self._identity = self._stat()
 
     def _stat(self) -> tuple[int, int] | OSError:
-        try:
-            st = os.stat(self.path)
-        except OSError as exc:
-            return exc
-        return st.st_dev, st.st_ino
+        """The file's device and inode (what a write leaves as they are), or the error."""
+        found = identity(self.path)
+        return found if isinstance(found, OSError) else (found.device, found.inode)
 
     def problem(self) -> str | None:
+        """Why the file at `path` is no longer the database the service opened (deleted,
+        replaced, not to be seen), from one `stat`; None while it is."""
         now = self._stat()
         if now == self._identity:
             return None
@@ -45,6 +46,12 @@ class StateFile:
         if isinstance(now, OSError):
             return f"cannot be seen ({now.strerror or now})"
         return "was replaced by another file while the service runs"
+
+    def check(self) -> None:
+        """Raise the `refusal` while there is a problem (before a write to the state)."""
+        error = self.refusal()
+        if error is not None:
+            raise error
 
     def refusal(self) -> Refused | None:
         """The 503 (CD993) of a request that would write while there is a problem."""

@@ -56,14 +56,14 @@ from converge_dsl._sqlite import open_wal
 from converge_dsl.runtime import execute_all
 
 from ._errors import ServeFailed
-from ._store_sql import INSERT_EVENTS, SCHEMA, SELECT, Statement, add_statements
+from ._store_sql import INSERT_EVENTS, RECOVERED, SCHEMA, SELECT, Statement, add_statements
 
 STATE_FILE = "runs.sqlite3"
 # The most runs one retention transaction deletes (SQLite's limit of bound values is
 # 32766; a batch also bounds how long the database is held).
 PRUNE_BATCH = 500
 # The tables holding a run's rows, and the column naming the run.
-_RUN_TABLES = (("runs", "id"), ("events", "run"), ("results", "run"), ("idempotency", "run"))
+_RUN_TABLES = ("runs.id", "events.run", "results.run", "idempotency.run", "recoveries.run")
 STATUSES = ("queued", "running", "paused", "done", "cancelled")
 FINISHED = frozenset({"done", "cancelled"})
 
@@ -294,7 +294,7 @@ class RunStore:
             ]
             if gone:
                 kept = ", ".join("?" * len(gone))
-                for table, column in _RUN_TABLES:
+                for table, column in (name.split(".") for name in _RUN_TABLES):
                     db.execute(f"DELETE FROM {table} WHERE {column} IN ({kept})", tuple(gone))
                 # a finished run has nothing queued: only its journal's deletions,
                 # grouped by statement so each is one executemany
@@ -483,12 +483,13 @@ class RunStore:
         return cursor.rowcount == 1
 
     def recover(self, now: float) -> list[RunRow]:
-        """After a restart: running runs are queued again; every queued run, oldest first.
-        The events and journal of a run that was never stored go (a kill took its add,
-        queued with the group, after a worker committed records of it or its events were
-        flushed)."""
+        """After a restart: running runs are queued again (where their stored events end
+        kept: `first_unstored`); every queued run, oldest first. The events and journal of
+        a run that was never stored go (a kill took its add, queued with the group, after
+        a worker committed records of it or its events were flushed)."""
         self._write(
             [
+                (RECOVERED, ()),
                 ("UPDATE runs SET status = 'queued', updated = ? WHERE status = 'running'", (now,)),
                 ("DELETE FROM events WHERE run NOT IN (SELECT id FROM runs)", ()),
                 *self.checkpoints.removal_unless("SELECT id FROM runs"),
@@ -540,6 +541,12 @@ class RunStore:
         first, lines = rows[0]
         return int(first) + str(lines).count("\n") + 1
 
+    def first_unstored(self, run: str) -> int | None:
+        """The number past the events `run` had stored when a restart first continued it
+        (`recover`); None if none has."""
+        rows = self._read("SELECT first_unstored FROM recoveries WHERE run = ?", (run,))
+        return int(rows[0][0]) if rows else None
+
     def results(self, run: str) -> list[JsonObject]:
         """Every result recorded for `run` (one for a run that ended; more would be a fault)."""
         rows = self._read("SELECT body FROM results WHERE run = ? ORDER BY rowid", (run,))
@@ -560,14 +567,7 @@ def _adding(
     text = json.dumps(request)
     status, attempts = ("running", 1) if running else ("queued", 0)
     statements = add_statements(
-        run,
-        pipeline,
-        text,
-        seq=seq,
-        status=status,
-        attempts=attempts,
-        now=now,
-        idempotency=idempotency,
+        run, pipeline, text, seq=seq, status=status, attempts=attempts, now=now, key=idempotency
     )
     row = RunRow(run, pipeline, json.loads(text), status, None, {}, attempts, None, now, now)
     return statements, row

@@ -45,8 +45,20 @@ CREATE TABLE IF NOT EXISTS idempotency (
     run TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idempotency_run ON idempotency (run);
+-- a run continued after a restart: the number its first event past the stored ones took
+-- (at its first such restart; numbers from it on may have named events of a lost attempt)
+CREATE TABLE IF NOT EXISTS recoveries (
+    run TEXT PRIMARY KEY,
+    first_unstored INTEGER NOT NULL
+);
 """
 
+# Each running run's number past its stored events, kept at its first restart (`recover`).
+RECOVERED = (
+    "INSERT OR IGNORE INTO recoveries (run, first_unstored) SELECT id, COALESCE(("
+    "SELECT seq + LENGTH(line) - LENGTH(REPLACE(line, CHAR(10), '')) + 1 FROM events "
+    "WHERE events.run = runs.id ORDER BY seq DESC LIMIT 1), 0) FROM runs WHERE status = 'running'"
+)
 INSERT_EVENTS = "INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?)"
 
 # A run's result: a pause's in its row, else (an end) its first row of `results`.
@@ -67,10 +79,10 @@ def add_statements(
     status: str,
     attempts: int,
     now: float,
-    idempotency: tuple[str, str] | None,
+    key: tuple[str, str] | None,
 ) -> list[Statement]:
     """The statements adding `run` (its `request` as JSON text), numbered `seq` in arrival
-    order, with its idempotency key and the digest of its request when given."""
+    order, with its idempotency `key` and the digest of its request when given."""
     statements: list[Statement] = [
         (
             "INSERT INTO runs (id, seq, pipeline, request, status, attempts, created, "
@@ -78,8 +90,8 @@ def add_statements(
             (run, seq, pipeline, request, status, attempts, now, now),
         )
     ]
-    if idempotency is not None:
+    if key is not None:
         statements.append(
-            ("INSERT INTO idempotency (key, digest, run) VALUES (?, ?, ?)", (*idempotency, run))
+            ("INSERT INTO idempotency (key, digest, run) VALUES (?, ?, ?)", (*key, run))
         )
     return statements

@@ -32,11 +32,10 @@ _EVENT_ID = re.compile(r"[0-9]{1,18}")
 def last_event(request: Request, service: RunService, run: str) -> int:
     """The number of the last event of `run` the client has (`Last-Event-ID`), -1 without
     one: 400 when it is not an event's number (CD309) or not one the run has been given
-    (CD462)."""
+    (CD462). A number a lost attempt may have given (`_check_given`) is answered as the
+    last event stored before it: the stream resumes from the first it lost."""
     last = _header(request)
-    if last >= 0:
-        _check_given(service, run, last)
-    return last
+    return _check_given(service, run, last) if last >= 0 else last
 
 
 def _header(request: Request) -> int:
@@ -56,15 +55,24 @@ def _header(request: Request) -> int:
     return int(header)
 
 
-def _check_given(service: RunService, run: str, last: int) -> None:
-    """400 (CD462) unless event `last` is one `run` has been given: numbered below the
-    number its next event takes (its attempt in progress counted), whatever its status.
-    A number past them cannot have been sent by this service (the events a killed one
-    sent and had not stored are given their numbers again: docs/serve.md)."""
+def _check_given(service: RunService, run: str, last: int) -> int:
+    """Where to resume `run` for a client that has event `last`.
+
+    A server killed while the run ran may have sent events it had not stored: the
+    continued run gives their numbers again, to other events. From the first number
+    past the events stored when a restart first continued the run (`first_unstored`), a
+    number may name a lost event: the stream resumes after the last stored one (the
+    client may see numbers again, with their new events; it misses none). Otherwise
+    `last` must be numbered below the number the run's next event takes (its attempt in
+    progress counted), whatever its status: 400 (CD462) past it.
+    """
+    unstored = service.store.first_unstored(run)
+    if unstored is not None and last >= unstored:
+        return unstored - 1
     live = service.live(run)
     given = service.store.next_event(run) if live is None else live.first + len(live.records)
     if last < given:
-        return
+        return last
     held = f"numbered 0 to {given - 1}" if given else "none yet"
     raise refused(
         400,

@@ -11,8 +11,12 @@ presented token with each kept digest in constant time
 stats the file (a symbolic link followed, as Kubernetes swaps a mounted
 secret) and reads it again only when its identity (device, inode, size,
 mtime_ns, ctime_ns) changed since the last read, or when that read came
-within `RACY_NS` of the file's mtime: a write in the same timestamp tick
-would leave the identity as it was (git's "racily clean" index entries).
+within `RACY_NS` of the file's mtime or ctime (whichever is later: a writer may
+set the mtime back): a write in the same timestamp tick would leave the
+identity as it was (git's "racily clean" index entries). A file written in
+place is truncated first, then written: while it is that recent, a last line
+without its newline may be a token cut short, and is not read (a token is
+let in once its line is whole, or once the file has settled).
 While the file is missing, unreadable or invalid, no request is let in on
 the tokens it held before (fail closed): each is answered 503 with CD461 and
 `Retry-After` until the file holds tokens again, and the server's log says so
@@ -24,13 +28,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from converge_dsl import codes
+from converge_dsl._file_identity import SETTLED_NS, FileIdentity, identity, settled
 from converge_dsl._reading import ReadRefused, read_text
 
 from ._errors import ServeRefused
@@ -38,9 +42,9 @@ from ._requests import Problem, Refused
 
 _PREFIX = "sha256:"
 _CAP = 1 << 20
-# The coarsest file timestamps in common use (FAT's 2 s): a file whose mtime is this
-# near the time it was read is read again at the next check.
-RACY_NS = 2_000_000_000
+# A file whose mtime or ctime is this near the time it was read is read again at the
+# next check (`_file_identity.settled`).
+RACY_NS = SETTLED_NS
 # The Retry-After of a request refused while the token file cannot be used (seconds).
 UNUSABLE_RETRY_S = 5
 
@@ -90,15 +94,18 @@ def _parse(text: str) -> tuple[Tokens, tuple[str, ...]]:
     return Tokens(tuple(digests)), tuple(plain)
 
 
-def _read(path: Path) -> tuple[Tokens, tuple[str, ...]]:
+def _read(path: Path, *, racy: bool = False) -> tuple[Tokens, tuple[str, ...]]:
     """The tokens of `path`; `_Unusable` when it cannot be read as a token file (a FIFO
-    or a file over the cap stays the `ReadRefused` it is)."""
+    or a file over the cap stays the `ReadRefused` it is). `racy`: the file may be being
+    written (see the module docstring): a last line without its newline is left out."""
     try:
         text = read_text(path, "--token-file", cap=_CAP)
     except UnicodeDecodeError:
         raise _Unusable("it is not UTF-8 text") from None
     except OSError as exc:
         raise _Unusable(f"it cannot be read ({exc.strerror or exc})") from None
+    if racy and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
     return _parse(text)
 
 
@@ -128,8 +135,6 @@ UNUSABLE = Problem(
     "its --token-file, for its operator to mend",
 )
 
-_Identity = tuple[int, int, int, int, int]
-
 
 class TokenFile:
     """The tokens of `--token-file` while the service runs (see the module docstring).
@@ -143,50 +148,51 @@ class TokenFile:
     def __init__(self, path: Path, *, now: Callable[[], int] = time.time_ns) -> None:
         self.path = path
         self._now = now
-        identity = self._identity()
+        found = identity(path)
         self._tokens: Tokens | None
         self._tokens, plain = read_tokens(path)
         self.plain: tuple[str, ...] = plain
-        self._seen = self._trusted(identity)
+        self._seen = self._trusted(found)
         self._problem: str | None = None
 
-    def _identity(self) -> _Identity | OSError:
-        try:
-            st = os.stat(self.path)
-        except OSError as exc:
-            return exc
-        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-    def _trusted(self, identity: _Identity | OSError) -> _Identity | None:
-        """`identity` if a read after it cannot have missed a write; else None (read again
+    def _trusted(self, found: FileIdentity | OSError) -> FileIdentity | None:
+        """`found` if a read after it cannot have missed a write; else None (read again
         at the next check)."""
-        if isinstance(identity, OSError) or abs(self._now() - identity[3]) < RACY_NS:
+        if isinstance(found, OSError) or not settled(found, self._now()):
             return None
-        return identity
+        return found
 
     def allows(self, authorization: str | None) -> bool:
-        identity = self._identity()
-        if identity != self._seen:  # an error or a change (never equal to an error)
-            self._reread(identity)
+        """Whether `authorization` (the request's header) carries one of the file's tokens
+        as it is now; the 503 `Refused` (CD461) while the file cannot be used."""
+        return self.usable().allows(authorization)
+
+    def usable(self) -> Tokens:
+        """The file's tokens as it is now (read again if it changed); the 503 `Refused`
+        (CD461) while it cannot be used (`/healthz` asks too: no token needed)."""
+        found = identity(self.path)
+        if found != self._seen:  # an error or a change (never equal to an error)
+            self._reread(found)
         if self._tokens is None:
             raise Refused(503, (UNUSABLE,), retry_after=UNUSABLE_RETRY_S)
-        return self._tokens.allows(authorization)
+        return self._tokens
 
-    def _reread(self, identity: _Identity | OSError) -> None:
+    def _reread(self, found: FileIdentity | OSError) -> None:
         tokens: Tokens | None
         plain: tuple[str, ...]
-        if isinstance(identity, OSError):
-            problem = self._problem_of(identity)
+        seen = self._trusted(found)
+        if isinstance(found, OSError):
+            problem = self._problem_of(found)
             tokens, plain = None, ()
         else:
             try:
-                tokens, plain = _read(self.path)
+                tokens, plain = _read(self.path, racy=seen is None)
                 problem = None
             except (_Unusable, ReadRefused) as exc:
                 problem = self._problem_of(exc)
                 tokens, plain = None, ()
         before = self._tokens
-        self._seen = self._trusted(identity)
+        self._seen = seen
         self._tokens = tokens
         self.plain = tuple(dict.fromkeys((*self.plain, *plain)))
         log = logging.getLogger("uvicorn.error")

@@ -216,11 +216,17 @@ def test_a_script_changed_between_two_loads_is_read_again(tmp_path: Path) -> Non
 def test_a_settled_script_is_not_read_again_until_its_signature_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import time
+    from types import SimpleNamespace
+
     from converge_dsl.models import _script_checks
 
     path = tmp_path / "s.script.yaml"
     path.write_text(SCRIPT)
     os.utime(path, ns=(10**18, 10**18))  # modified long before it is read: settled
+    # and read long after its change time (which no test can set back): settled
+    later = SimpleNamespace(time_ns=lambda: time.time_ns() + 10**10)
+    monkeypatch.setattr(_script_checks, "time", later)
     reads: list[Path] = []
     read = _script_checks._bytes
 

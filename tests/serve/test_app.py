@@ -175,6 +175,25 @@ def test_a_head_of_the_report_does_not_build_it(
         assert missing.status_code == 404
 
 
+def test_a_head_of_the_report_of_a_run_with_no_event_yet_is_the_gets_404(
+    served: tuple[str, dict[str, str]],
+) -> None:
+    """A known run that has no event yet (queued behind a running one, one worker): HEAD
+    is the GET's 404 'has no events yet' (the unknown run's 404 comes from the id check,
+    before the report's own branch)."""
+    url, headers = served
+    with client(url, headers) as http:
+        running = http.post("/v1/pipelines/slow/runs").json()["id"]
+        queued = http.post("/v1/pipelines/slow/runs").json()["id"]
+        assert http.get(f"/v1/runs/{queued}").json()["status"] == "queued"
+        head = http.head(f"/v1/runs/{queued}/report")
+        get = http.get(f"/v1/runs/{queued}/report")
+        assert (head.status_code, get.status_code) == (404, 404)
+        assert get.json()["errors"][0]["message"] == f"run {queued!r} has no events yet"
+        for run in (running, queued):
+            http.delete(f"/v1/runs/{run}")
+
+
 def test_cancel_a_running_run(served: tuple[str, dict[str, str]]) -> None:
     url, headers = served
     with client(url, headers) as http:
@@ -653,7 +672,12 @@ def test_a_method_no_route_takes_is_a_json_405(served: tuple[str, dict[str, str]
             assert problem["message"] == f"{method} {path!r}: Method Not Allowed"
             assert answer.headers["allow"] == allowed
             assert problem["hint"] == f"{path} takes {allowed}"
-        assert http.put("/v1/nothing").status_code == 404
+        for method in ("PUT", "OPTIONS", "TRACE", "GET"):  # OPTIONS, TRACE were a 405
+            nothing = http.request(method, "/v1/nothing")
+            assert nothing.status_code == 404, method
+            assert "allow" not in nothing.headers
+            (problem,) = nothing.json()["errors"]
+            assert (problem["code"], problem["message"]) == ("CD990", "no route '/v1/nothing'")
 
 
 def test_a_body_of_json_null_is_no_object(served: tuple[str, dict[str, str]]) -> None:

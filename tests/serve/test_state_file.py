@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from converge_dsl.serve._app import HttpLimits
 from converge_dsl.serve._state_file import StateFile
 
-from .conftest import in_process
+from .conftest import DATA, Server, in_process, serve_with_token
 
 
 def test_a_state_folder_deleted_while_serving_refuses_writes(tmp_path: Path) -> None:
@@ -47,3 +49,60 @@ def test_a_replaced_state_file_is_a_problem(tmp_path: Path) -> None:
     replaced.write_text("b")
     replaced.replace(path)
     assert state.problem() == "was replaced by another file while the service runs"
+
+
+def _tool_call(http: httpx.Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The result of an MCP tools/call posted to `/mcp`."""
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    message["params"] = {"name": name, "arguments": arguments}
+    accept = {"Accept": "application/json, text/event-stream"}
+    answer = http.post("/mcp", json=message, headers=accept)
+    assert answer.status_code == 200, answer.text
+    result: dict[str, Any] = json.loads(answer.text.split("data: ", 1)[1])["result"]
+    return result
+
+
+def test_mcp_tools_that_write_refuse_a_deleted_state(tmp_path: Path) -> None:
+    """`serve --mcp` with the state folder deleted: a pipeline's tool, decideRun and
+    cancelRun are tool errors of the 503 (CD993), as the HTTP routes are; they ran and
+    stored into the deleted database (lost at the next start). The check is where the
+    state is written, so a path no route takes is still 404 and a method a route does
+    not take 405."""
+    state = tmp_path / "state"
+    paths = (DATA / "echo.yaml", DATA / "gated.yaml")
+    with (
+        in_process(state, HttpLimits(), mcp=True, paths=paths) as url,
+        httpx.Client(base_url=url, timeout=30) as http,
+    ):
+        paused = http.post("/v1/pipelines/gated/runs?wait=true").json()
+        assert paused["status"] == "paused"
+        shutil.rmtree(state)
+        calls = {
+            "echo": _tool_call(http, "echo", {"text": "a"}),
+            "decideRun": _tool_call(http, "decideRun", {"run": paused["id"], "approve": ["s1"]}),
+            "cancelRun": _tool_call(http, "cancelRun", {"run": paused["id"]}),
+        }
+        for name, result in calls.items():
+            assert result["isError"] is True, name
+            body = json.loads(result["content"][0]["text"])
+            assert (body["status"], body["errors"][0]["code"]) == (503, "CD993"), name
+        assert http.get(f"/v1/runs/{paused['id']}").json()["status"] == "paused"
+        assert http.post("/v1/pipelines").status_code == 405
+        assert http.post("/v1/nothing").status_code == 404
+        assert http.get("/healthz").status_code == 503
+
+
+def test_mcp_refuses_every_call_while_the_token_file_is_gone(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """`serve --mcp` with its token file deleted: /mcp lets no call in (503, CD461)."""
+    token = "5e7b1d4a9f8e2c6b3a1d0f9e8cc0ffee"
+    url = serve_with_token(tmp_path, servers, [DATA / "echo.yaml"], token, "--mcp").ready()
+    (tmp_path / "tokens").unlink()
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    message["params"] = {"name": "echo", "arguments": {"text": "a"}}
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}"}
+    answer = httpx.post(f"{url}/mcp", json=message, headers=headers, timeout=30)
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["errors"][0]["code"] == "CD461"
+    assert answer.headers["retry-after"] == "5"

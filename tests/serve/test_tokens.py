@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import time
 from pathlib import Path
 
 import httpx
@@ -67,6 +68,11 @@ def _settled(path: Path, text: str) -> None:
     os.utime(path, ns=(OLD_NS, OLD_NS))
 
 
+def _later() -> int:
+    """A clock far past any file's ctime (which a test cannot set back): no racy read."""
+    return time.time_ns() + 10 * RACY_NS
+
+
 def _counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """The paths the token module reads from now on."""
     reads: list[Path] = []
@@ -103,7 +109,7 @@ def test_an_unchanged_token_file_is_not_read_again(
 ) -> None:
     path = tmp_path / "tokens"
     _settled(path, f"{TOKEN}\n")
-    tokens = TokenFile(path)
+    tokens = TokenFile(path, now=_later)
     reads = _counted_reads(monkeypatch)
     for _ in range(5):
         assert tokens.allows(f"Bearer {TOKEN}")
@@ -113,19 +119,45 @@ def test_an_unchanged_token_file_is_not_read_again(
 def test_a_token_file_written_in_its_timestamp_tick_is_read_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A file read within RACY_NS of its mtime is read again at the next check: a write
-    in the same tick would not change its identity."""
+    """A file read within RACY_NS of its mtime or its ctime is read again at the next
+    check: a write in the same tick would not change its identity. Here its mtime is set
+    back (as `_settled` and a writer may): its ctime is the recent one; the mtime alone
+    trusted such a file at once."""
     path = tmp_path / "tokens"
     _settled(path, f"{TOKEN}\n")
-    clock = [OLD_NS + RACY_NS // 2]
+    changed = path.stat().st_ctime_ns
+    clock = [changed + RACY_NS // 2]
     tokens = TokenFile(path, now=lambda: clock[0])
     reads = _counted_reads(monkeypatch)
     assert tokens.allows(f"Bearer {TOKEN}")
     assert len(reads) == 1
-    clock[0] = OLD_NS + RACY_NS  # read once more, then trusted
+    clock[0] = changed + RACY_NS  # read once more, then trusted
     assert tokens.allows(f"Bearer {TOKEN}")
     assert tokens.allows(f"Bearer {TOKEN}")
     assert len(reads) == 2
+
+
+def test_a_token_cut_short_by_a_write_in_progress_is_not_let_in(tmp_path: Path) -> None:
+    """A file written in place (truncated, then written): read while its last line has no
+    newline yet, that line was a token of its own, a prefix of 16 or more characters of
+    the new one let in. While the file is that recent the line is left out; once it is
+    whole, or the file has settled, it is let in. A revocation applies at once."""
+    path = tmp_path / "tokens"
+    other = "b0ffee5e7b1d4a9f8e2c6b3a1d0f9e8c"
+    _settled(path, f"{TOKEN}\n")
+    clock = [time.time_ns() + 10 * RACY_NS]
+    tokens = TokenFile(path, now=lambda: clock[0])
+    path.write_text(f"{TOKEN}\n{other[:20]}")  # in progress, written now
+    clock[0] = path.stat().st_mtime_ns
+    assert not tokens.allows(f"Bearer {other[:20]}")
+    assert tokens.allows(f"Bearer {TOKEN}")
+    path.write_text(f"{other}\n")  # whole, TOKEN revoked
+    assert tokens.allows(f"Bearer {other}")
+    assert not tokens.allows(f"Bearer {TOKEN}")
+    path.write_text(f"{TOKEN}\n{other}")  # no newline at the end: in once settled
+    assert not tokens.allows(f"Bearer {other}")
+    clock[0] += 10 * RACY_NS
+    assert tokens.allows(f"Bearer {other}")
 
 
 def test_a_token_file_gone_bad_lets_no_request_in(
@@ -180,9 +212,12 @@ def test_a_served_token_file_is_seen_as_it_changes(tmp_path: Path, servers: list
         assert [answer.status_code for answer in gone] == [503, 503]
         assert gone[0].json()["errors"][0]["code"] == "CD461"
         assert gone[0].headers["retry-after"] == "5"
-        assert http.get("/healthz").status_code == 200  # no token needed, none checked
+        health = http.get("/healthz")  # no token needed; it was 200, never drained
+        assert (health.status_code, health.json()["errors"][0]["code"]) == (503, "CD461")
+        assert health.headers["retry-after"] == "5"
         path.write_text(f"{other}\n")
         assert (status(other), status(TOKEN)) == (200, 401)
+        assert http.get("/healthz").status_code == 200
     server.stop()
     logged = "".join(server.stderr)
     assert logged.count("cannot be used: it is missing") == 1, logged
