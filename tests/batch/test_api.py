@@ -16,6 +16,7 @@ import pytest
 import converge_dsl
 from converge_dsl.batch import Pipeline
 from converge_dsl.errors import PipelineInvalid, UsageError
+from tests.loop_chain import schedule_chain
 
 from .conftest import DATA, ECHO
 
@@ -114,14 +115,7 @@ def test_run_lets_what_its_end_scheduled_run_before_its_loop_closes(
 
     async def then_schedule(self: Pipeline, *args: Any) -> Any:
         result = await run_and_close(self, *args)
-        loop = asyncio.get_running_loop()
-
-        def step(depth: int) -> None:
-            ran.append(depth)
-            if depth < 3:
-                loop.call_soon(step, depth + 1)
-
-        loop.call_soon(step, 1)
+        schedule_chain(ran)
         return result
 
     monkeypatch.setattr(Pipeline, "_run_and_close", then_schedule)

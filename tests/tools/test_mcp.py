@@ -15,6 +15,7 @@ import pytest
 from converge_dsl import codes
 from converge_dsl.frontend import HttpServerSpec, StdioServerSpec
 from converge_dsl.tools import McpToolServer, ToolFailure, ToolResult
+from tests.loop_chain import schedule_chain
 
 from ._servers import free_port, http_fixture, stdio_fixture, time_server
 
@@ -176,14 +177,7 @@ def test_what_the_child_schedules_as_it_stops_runs_before_the_loop_closes(
 
     async def stop_then_schedule(*args: object) -> None:
         await stop(*args)  # type: ignore[arg-type]
-        loop = asyncio.get_running_loop()
-
-        def step(depth: int) -> None:
-            ran.append(depth)
-            if depth < 3:
-                loop.call_soon(step, depth + 1)
-
-        loop.call_soon(step, 1)
+        schedule_chain(ran)
 
     monkeypatch.setattr(_stdio, "_stop", stop_then_schedule)
     server = McpToolServer(stdio_fixture(), tmp_path, PARENT)
