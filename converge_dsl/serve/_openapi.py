@@ -34,12 +34,18 @@ def _json(schema: Mapping[str, Any], description: str) -> dict[str, Any]:
 
 def _errors(*statuses: int) -> dict[str, Any]:
     words = {
+        400: "A body that is not JSON, or a query parameter or header refused (its code says "
+        "which: ?wait=, Last-Event-ID).",
         401: "A missing or wrong bearer token.",
         404: "No such pipeline or run.",
         409: "The run is not in a state that allows this.",
+        408: "The request body did not arrive in time.",
         413: "The request body is over the cap.",
+        415: "The request body is not JSON (or says it is compressed).",
         422: "The request is refused; every problem is located by a JSON pointer.",
         429: "The pipeline's queue is full; retry after Retry-After seconds.",
+        503: "The service cannot answer now: its token file cannot be used (CD461) or its "
+        "state folder is gone (CD993); retry after Retry-After seconds.",
     }
     return {str(s): _json(_ERROR, words[s]) for s in statuses}
 
@@ -167,7 +173,7 @@ def _run_path(name: str, base: str, operation: str) -> dict[str, Any]:
             "responses": {
                 "200": _json(waited, "The run stopped within the wait: its result."),
                 "202": _json(_RUN, "The run is queued (or still running after the wait)."),
-                **_errors(401, 404, 413, 422, 429),
+                **_errors(400, 401, 404, 408, 413, 415, 422, 429, 503),
             },
         }
     }
@@ -193,7 +199,7 @@ def _run_paths() -> dict[str, Any]:
             "get": {
                 "operationId": "get_run",
                 "parameters": [run_id],
-                "responses": {"200": _json(_RUN, "The run."), **_errors(401, 404)},
+                "responses": {"200": _json(_RUN, "The run."), **_errors(401, 404, 503)},
             },
             "delete": {
                 "operationId": "cancel_run",
@@ -201,7 +207,7 @@ def _run_paths() -> dict[str, Any]:
                 "responses": {
                     "200": _json(_RUN, "The run, cancelled, or done if it ended first."),
                     "202": _json(_RUN, "The run is still stopping after the wait."),
-                    **_errors(401, 404),
+                    **_errors(401, 404, 503),
                 },
             },
         },
@@ -215,7 +221,7 @@ def _run_paths() -> dict[str, Any]:
                         "Server-Sent Events: one trace line each, then `end`; `error` (the "
                         "JSON errors of a 500) if the service fails once the stream has begun.",
                     ),
-                    **_errors(401, 404),
+                    **_errors(400, 401, 404, 503),
                 },
             }
         },
@@ -225,7 +231,7 @@ def _run_paths() -> dict[str, Any]:
                 "parameters": [run_id],
                 "responses": {
                     "200": _typed("text/html", "The run's HTML report."),
-                    **_errors(401, 404),
+                    **_errors(401, 404, 503),
                 },
             }
         },
@@ -239,7 +245,7 @@ def _run_paths() -> dict[str, Any]:
                 },
                 "responses": {
                     "200": _json(_RUN, "The run, queued to resume."),
-                    **_errors(401, 404, 409, 422),
+                    **_errors(400, 401, 404, 408, 409, 413, 415, 422, 503),
                 },
             }
         },
@@ -254,7 +260,7 @@ def _service_paths() -> dict[str, Any]:
                 "operationId": "list_pipelines",
                 "responses": {
                     "200": _json({"type": "object"}, "Each pipeline and its inputs."),
-                    **_errors(401),
+                    **_errors(401, 503),
                 },
             }
         },
@@ -262,7 +268,10 @@ def _service_paths() -> dict[str, Any]:
             "get": {
                 "operationId": "health",
                 "security": [],
-                "responses": {"200": _json({"type": "object"}, "The service is up.")},
+                "responses": {
+                    "200": _json({"type": "object"}, "The service is up."),
+                    **_errors(503),
+                },
             }
         },
         "/metrics": {
@@ -270,7 +279,7 @@ def _service_paths() -> dict[str, Any]:
                 "operationId": "metrics",
                 "responses": {
                     "200": _typed("text/plain", "Prometheus text format."),
-                    **_errors(401),
+                    **_errors(401, 503),
                 },
             }
         },

@@ -208,3 +208,43 @@ def test_pipelines_and_keys_whose_names_meet_get_components_of_their_own(tmp_pat
     resolver = _registry(spec).resolver(DOC)
     for ref in set(_refs(spec)):
         resolver.lookup(DOC + ref)
+
+
+def test_each_refusal_a_route_answers_is_in_its_responses(trees: str) -> None:
+    """A client generated from the document knows every status it may get: a body not
+    JSON (415), a bad ?wait= (400), a decision's body not JSON (400), a Last-Event-ID past
+    the run's events (400) were answered but not documented."""
+    spec = httpx.get(f"{trees}/v1/openapi.json", headers=BEARER, timeout=BOUND_S).json()
+    start = f"{trees}/v1/pipelines/trees/runs"
+    run = httpx.post(
+        f"{start}?wait=true", json={"inputs": {"root": "oak"}}, headers=BEARER, timeout=BOUND_S
+    ).json()["id"]
+    asked = [
+        ("/v1/pipelines/trees/runs", "post", httpx.post(start, content=b"x", headers=BEARER)),
+        ("/v1/pipelines/trees/runs", "post", httpx.post(f"{start}?wait=maybe", headers=BEARER)),
+        (
+            "/v1/runs/{id}/decisions",
+            "post",
+            httpx.post(f"{trees}/v1/runs/{run}/decisions", content=b"{", headers=BEARER),
+        ),
+        (
+            "/v1/runs/{id}/events",
+            "get",
+            httpx.get(
+                f"{trees}/v1/runs/{run}/events",
+                headers={**BEARER, "Last-Event-ID": "999999"},
+                timeout=BOUND_S,
+            ),
+        ),
+    ]
+    for path, method, answer in asked:
+        assert answer.status_code >= 400, (path, answer.text)
+        assert str(answer.status_code) in spec["paths"][path][method]["responses"], (
+            path,
+            answer.status_code,
+        )
+    for path, methods in spec["paths"].items():
+        for method, operation in methods.items():
+            if path != "/healthz":  # every route but the health check reads the tokens
+                assert "401" in operation["responses"], (path, method)
+            assert "503" in operation["responses"], (path, method)  # tokens or state gone
