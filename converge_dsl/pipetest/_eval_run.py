@@ -441,6 +441,7 @@ def _results(
         return
     pipeline = evaluation.pipeline
     outputs = case_outputs(settings.record, settings.otel, settings.env)
+    outputs.make_folders()  # refused once, before any case runs (as the batch does)
     pool, meter = _pool(settings.limits)
     judges.draw_from(pool)  # the judges' calls count toward the caps with the cases'
     items: Any

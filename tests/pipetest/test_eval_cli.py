@@ -249,6 +249,17 @@ def test_a_wall_cap_that_is_not_a_number_is_refused() -> None:
     assert err.startswith("error[CD333]: --case-max-wall-s must be above 0\n")
 
 
+def test_a_record_folder_that_cannot_be_made_is_refused_before_any_case_runs(
+    tmp_path: Path,
+) -> None:
+    # Every case ran and failed on its own with CD336, and the evaluation printed them all.
+    (tmp_path / "afile").write_text("not a folder\n")
+    record = tmp_path / "afile" / "recorded"
+    code, out, err = cli("eval", EVAL / "classify.eval.yaml", "--record", str(record))
+    assert (code, out) == (3, "")
+    assert err.startswith(f"error[CD336]: cannot make the folder '{record / 'cases'}' (--record)")
+
+
 def test_the_datasets_control_and_bidi_characters_are_shown_escaped(tmp_path: Path) -> None:
     # A case's name and its run's error went to the terminal as they were: an escape
     # sequence recoloured it, a right-to-left override reversed the rest of the line.
