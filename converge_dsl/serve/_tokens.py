@@ -16,7 +16,10 @@ set the mtime back): a write in the same timestamp tick would leave the
 identity as it was (git's "racily clean" index entries). A file written in
 place is truncated first, then written: while it is that recent, a last line
 without its newline may be a token cut short, and is not read (a token is
-let in once its line is whole, or once the file has settled).
+let in once its line is whole, or once the file has settled). When that line
+is all the file holds (a secret written with no final newline), the tokens held
+before stay until the file settles, rather than none: the service does not refuse
+every request for those seconds.
 While the file is missing, unreadable or invalid, no request is let in on
 the tokens it held before (fail closed): each is answered 503 with CD461 and
 `Retry-After` until the file holds tokens again, and the server's log says so
@@ -68,8 +71,17 @@ class Tokens:
         return allowed
 
 
+class _Unsettled(Exception):
+    """A file still being written (see the module docstring) whose whole lines hold no
+    token yet: the tokens held before are kept until it settles."""
+
+
 class _Unusable(Exception):
     """Why a token file's text cannot be used (its words, for CD992 or the log)."""
+
+
+class _NoToken(_Unusable):
+    """A file that holds no token (only blank lines and comments, or nothing)."""
 
 
 def _parse(text: str) -> tuple[Tokens, tuple[str, ...]]:
@@ -90,7 +102,7 @@ def _parse(text: str) -> tuple[Tokens, tuple[str, ...]]:
         digests.append(digest(line))
         plain.append(line)
     if not digests:
-        raise _Unusable("it holds no token")
+        raise _NoToken("it holds no token")
     return Tokens(tuple(digests)), tuple(plain)
 
 
@@ -105,7 +117,11 @@ def _read(path: Path, *, racy: bool = False) -> tuple[Tokens, tuple[str, ...]]:
     except OSError as exc:
         raise _Unusable(f"it cannot be read ({exc.strerror or exc})") from None
     if racy and not text.endswith("\n"):
-        text = text[: text.rfind("\n") + 1]
+        whole = text[: text.rfind("\n") + 1]
+        try:
+            return _parse(whole)
+        except _NoToken:
+            raise _Unsettled from None
     return _parse(text)
 
 
@@ -188,6 +204,9 @@ class TokenFile:
             try:
                 tokens, plain = _read(self.path, racy=seen is None)
                 problem = None
+            except _Unsettled:
+                self._seen = None  # read again at the next check
+                return
             except (_Unusable, ReadRefused) as exc:
                 problem = self._problem_of(exc)
                 tokens, plain = None, ()

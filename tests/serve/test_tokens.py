@@ -160,6 +160,28 @@ def test_a_token_cut_short_by_a_write_in_progress_is_not_let_in(tmp_path: Path) 
     assert tokens.allows(f"Bearer {other}")
 
 
+def test_a_one_token_file_without_a_final_newline_keeps_the_service_open(
+    tmp_path: Path,
+) -> None:
+    """A secret written with no final newline (`printf %s`, most secret stores): read while
+    recent, its one line was left out, so the file held no token and every request, and
+    /healthz, was 503 CD461 for some 2 s after each rotation. The tokens held before stay
+    until the file settles; the new one is let in then."""
+    path = tmp_path / "tokens"
+    other = "b0ffee5e7b1d4a9f8e2c6b3a1d0f9e8c"
+    _settled(path, TOKEN)
+    clock = [time.time_ns() + 10 * RACY_NS]
+    tokens = TokenFile(path, now=lambda: clock[0])
+    assert tokens.allows(f"Bearer {TOKEN}")
+    path.write_text(other)  # rotated, written now
+    clock[0] = path.stat().st_mtime_ns
+    assert tokens.allows(f"Bearer {TOKEN}")  # no 503 while the file settles
+    assert not tokens.allows(f"Bearer {other}")
+    clock[0] += 10 * RACY_NS
+    assert tokens.allows(f"Bearer {other}")
+    assert not tokens.allows(f"Bearer {TOKEN}")
+
+
 def test_a_token_file_gone_bad_lets_no_request_in(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
