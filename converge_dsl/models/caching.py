@@ -71,12 +71,17 @@ class SavePause:
         self._now = now
         self._until: float | None = None
         self._lock = threading.Lock()
+        # One store at a time: runs on several threads that all found storing open would
+        # otherwise each wait out the failing store's busy timeout, and each warn.
+        self.attempt = threading.Lock()
 
     def open(self) -> bool:
+        """Whether an answer is stored now (no store failed in the last `pause_s`)."""
         with self._lock:
             return self._until is None or self._now() >= self._until
 
     def failed(self) -> None:
+        """A store failed: none is tried for `pause_s` from now."""
         with self._lock:
             self._until = self._now() + self.pause_s
 
@@ -192,17 +197,20 @@ class AnswerCache:
 
     def save(self, row: CacheRow) -> None:
         """Store `row`, unless a store failed less than `STORE_PAUSE_S` ago (`SavePause`)."""
-        if self.mode != "read-write" or not self._saving.open():
+        if self.mode != "read-write":
             return
-        try:
-            with self._lock:
-                self.store.put(row)
-        except CacheStoreError as exc:
-            self._saving.failed()
-            self.warn(
-                f"{exc.coded_message}; the answer was not cached, nor will any for "
-                f"{self._saving.pause_s:g} s"
-            )
+        with self._saving.attempt:
+            if not self._saving.open():
+                return
+            try:
+                with self._lock:
+                    self.store.put(row)
+            except CacheStoreError as exc:
+                self._saving.failed()
+                self.warn(
+                    f"{exc.coded_message}; the answer was not cached, nor will any for "
+                    f"{self._saving.pause_s:g} s"
+                )
 
     def record(self, record: CallRecord) -> None:
         with self._lock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -407,3 +408,37 @@ def test_a_failed_store_pauses_storing_for_every_run_on_the_store_then_tries_aga
     now[0] = 61.0  # the pause is over: the store is tried again
     asyncio.run(caching.open(SystemClock()).wrap("remote", Counting()).call(request("late")))
     assert (Held.puts, len(warnings)) == (2, 2)
+
+
+def test_runs_on_several_threads_wait_for_one_failing_store_and_warn_once() -> None:
+    # The pause was looked at before the store's lock: each thread found storing open,
+    # then queued on the store and waited out its busy timeout in turn, and each warned.
+    import threading
+
+    from converge_dsl.clock import SystemClock
+    from converge_dsl.models.answer_store import CacheStoreError
+    from converge_dsl.runtime import AnswerCaching
+
+    class Held(MemoryAnswerStore):
+        puts = 0
+
+        def put(self, row: CacheRow) -> None:
+            Held.puts += 1
+            time.sleep(0.2)  # the busy timeout
+            raise CacheStoreError("answer cache: 'x' failed while writing: database is locked")
+
+    warnings: list[str] = []
+    caching = AnswerCaching(Held(), warn=warnings.append)
+    started = threading.Barrier(4)
+
+    def one(case: int) -> None:
+        run = caching.open(SystemClock())
+        started.wait()
+        asyncio.run(run.wrap("remote", Counting()).call(request(f"case {case}")))
+
+    threads = [threading.Thread(target=one, args=(case,)) for case in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert (Held.puts, len(warnings)) == (1, 1)
