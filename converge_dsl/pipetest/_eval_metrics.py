@@ -75,9 +75,12 @@ def within(found: float, expected: float, tolerance: float) -> bool:
     OverflowError: 2**53 + 1 was within 0 of 9007199254740992.0)."""
     if not any(isinstance(v, int) and abs(v) > _EXACT_FLOAT for v in (found, expected)):
         return abs(found - expected) <= tolerance
+    floats = [v for v in (found, expected, tolerance) if isinstance(v, float)]
+    if any(math.isnan(v) for v in floats):
+        return False  # as the float comparison says of a NaN
     if isinstance(tolerance, float) and math.isinf(tolerance):
         return True
-    if not all(math.isfinite(v) for v in (found, expected, tolerance) if isinstance(v, float)):
+    if any(math.isinf(v) for v in floats):
         return False  # an integer is never within a finite tolerance of an infinity
     return abs(Fraction(found) - Fraction(expected)) <= Fraction(tolerance)
 

@@ -60,6 +60,7 @@ def test_numeric_tolerance_and_json_subset() -> None:
         (1.5, 10**400, float("inf"), 1.0),
         (2**53 + 1, 9007199254740992.0, 0.0, 0.0),  # the float difference rounded to 0
         (9007199254740992.0, 2**53 + 1, 1.0, 1.0),
+        (2**60, float("nan"), float("inf"), 0.0),  # as 5 against NaN is: never within
     ],
     ids=[
         "float-vs-huge",
@@ -69,6 +70,7 @@ def test_numeric_tolerance_and_json_subset() -> None:
         "infinite-tolerance",
         "beyond-2**53-exact",
         "beyond-2**53-within",
+        "nan-with-infinite-tolerance",
     ],
 )
 def test_numeric_compares_integers_too_large_for_a_float(
