@@ -23,6 +23,9 @@ SETTLED_NS = 2_000_000_000
 
 
 class FileIdentity(NamedTuple):
+    """What one `stat` tells of a file: equal identities, once settled, mean the file
+    was not written in between."""
+
     device: int
     inode: int
     size: int

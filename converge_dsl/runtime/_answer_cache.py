@@ -44,6 +44,7 @@ DIR_VARIABLE = "CONVERGE_DSL_CACHE"  # the cache root the compile cache uses too
 
 
 def _save_pause() -> SavePause:
+    """A fresh pause of storing, one per `AnswerCaching` (its store's runs share it)."""
     from converge_dsl.models.caching import SavePause
 
     return SavePause()
