@@ -15,22 +15,27 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import NamedTuple
+
+from converge_dsl._record import Record
 
 # The coarsest file timestamps in common use (FAT's 2 s): a file modified or changed
 # this near a look at it may change again without its identity changing.
 SETTLED_NS = 2_000_000_000
 
 
-class FileIdentity(NamedTuple):
+class FileIdentity(Record):
     """What one `stat` tells of a file: equal identities, once settled, mean the file
-    was not written in between."""
+    was not written in between (a `Record`: `validate`'s path reads model scripts)."""
 
-    device: int
-    inode: int
-    size: int
-    mtime_ns: int
-    ctime_ns: int
+    _fields = ("device", "inode", "size", "mtime_ns", "ctime_ns")
+    __slots__ = _fields
+
+    def __init__(self, device: int, inode: int, size: int, mtime_ns: int, ctime_ns: int) -> None:
+        self.device = device
+        self.inode = inode
+        self.size = size
+        self.mtime_ns = mtime_ns
+        self.ctime_ns = ctime_ns
 
 
 def identity(path: Path) -> FileIdentity | OSError:
