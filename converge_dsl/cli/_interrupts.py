@@ -1,6 +1,6 @@
 """`converge-dsl run` interrupted (Ctrl-C, SIGINT), as the command's docstring promises.
 
-- `stoppable(run, stop, say)` runs a run so that a first Ctrl-C asks it to stop
+- `stoppable(start, stop, say)` runs a run so that a first Ctrl-C asks it to stop
   with `cancelled` (`runtime.StopRequest`): it ends as any run does and its
   result is printed. A Ctrl-C while no engine runs (the pipeline loading, the
   run closing), or a second one, raises `KeyboardInterrupt` at once.
@@ -47,10 +47,14 @@ def interrupts_held() -> Iterator[None]:
 
 
 async def stoppable(
-    run: Coroutine[Any, Any, RunOutcome], stop: StopRequest, say: Callable[[str], None]
+    start: Callable[[], Coroutine[Any, Any, RunOutcome]],
+    stop: StopRequest,
+    say: Callable[[str], None],
 ) -> RunOutcome:
-    """`run`, a first Ctrl-C asking `stop` (and `say`ing so), one while no engine runs
-    or a second one raising `KeyboardInterrupt` (see the module docstring)."""
+    """The run `start()` makes, a first Ctrl-C asking `stop` (and `say`ing so), one while
+    no engine runs or a second one raising `KeyboardInterrupt` (see the module docstring).
+    The run is made here, once the loop runs: one made before, that a Ctrl-C kept from
+    being awaited, was reported "never awaited" on standard error."""
     loop = asyncio.get_running_loop()
 
     def interrupted() -> None:
@@ -62,9 +66,9 @@ async def stoppable(
     try:
         loop.add_signal_handler(signal.SIGINT, interrupted)
     except (RuntimeError, ValueError, NotImplementedError):  # not the main thread; Windows
-        return await run
+        return await start()
     try:
-        return await run
+        return await start()
     finally:
         loop.remove_signal_handler(signal.SIGINT)
 

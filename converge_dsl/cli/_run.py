@@ -520,7 +520,11 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         options = _options(args, io, progress, closing)
         options = replace(options, sinks=(*options.sinks, ResultSink(show)), stop=stop)
         say = progress.say if progress is not None else _line(io.stderr)
-        out = asyncio.run(stoppable(run_pipeline(options), stop, say))
+        running = stoppable(lambda: run_pipeline(options), stop, say)
+        try:
+            out = asyncio.run(running)
+        finally:
+            running.close()  # a Ctrl-C before the loop ran it: closed, never "not awaited"
     except (ConvergeError, OSError) as exc:
         # Human: an invalid pipeline is rendered like `validate` renders it, anything
         # else as one error line, by the command line. JSON: the run-result document,

@@ -120,6 +120,34 @@ def test_a_ctrl_c_while_no_engine_runs_interrupts_at_once(
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+def test_a_ctrl_c_before_the_loop_runs_the_run_leaves_no_coroutine_unawaited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C while `asyncio.run` made its loop: the run's coroutine, made before, was
+    never awaited, and Python said so on standard error ("RuntimeWarning: coroutine
+    'run_pipeline' was never awaited"), after `interrupted` (once in the README's tests)."""
+    import asyncio
+    import gc
+    import io
+    import warnings
+
+    from converge_dsl.cli import run
+
+    def interrupted_as_it_starts(coroutine: object, **_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(asyncio, "run", interrupted_as_it_starts)
+    (tmp_path / "slow.yaml").write_text(PIPELINE)
+    (tmp_path / "slow.script.yaml").write_text(SCRIPT)
+    out, err = io.StringIO(), io.StringIO()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = run(["run", str(tmp_path / "slow.yaml"), "--format", "json"], out, err)
+        gc.collect()
+    assert (code, err.getvalue()) == (130, "interrupted\n")
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+
+
 def test_a_ctrl_c_while_the_result_is_written_is_held_until_it_is_whole() -> None:
     """After a first Ctrl-C a second raises at once; one that came while the document
     was written cut it short (or left standard output empty)."""
