@@ -1,9 +1,10 @@
 """`converge-dsl run` interrupted (Ctrl-C, SIGINT), as the command's docstring promises.
 
-- `stoppable(start, stop, say)` runs a run so that a first Ctrl-C asks it to stop
-  with `cancelled` (`runtime.StopRequest`): it ends as any run does and its
-  result is printed. A Ctrl-C while no engine runs (the pipeline loading, the
-  run closing), or a second one, raises `KeyboardInterrupt` at once.
+- `stoppable(start, stop, say)` (on a loop of its own: `run_stoppable`) runs a
+  run so that a first Ctrl-C asks it to stop with `cancelled`
+  (`runtime.StopRequest`): it ends as any run does and its result is printed.
+  A Ctrl-C while no engine runs (the pipeline loading, the run closing), or a
+  second one, raises `KeyboardInterrupt` at once.
 - `interrupts_held()` holds a Ctrl-C while a result is written, then raises it:
   what is written is whole.
 - `interrupted_document(pipeline)` is the run-result document of a run
@@ -71,6 +72,21 @@ async def stoppable(
         return await start()
     finally:
         loop.remove_signal_handler(signal.SIGINT)
+
+
+def run_stoppable(
+    start: Callable[[], Coroutine[Any, Any, RunOutcome]],
+    stop: StopRequest,
+    say: Callable[[str], None],
+) -> RunOutcome:
+    """`stoppable` on a new event loop (`asyncio.run`). Its coroutine is closed however
+    that ends: one a Ctrl-C kept from running (while the loop was made) is closed, not
+    reported "never awaited"."""
+    running = stoppable(start, stop, say)
+    try:
+        return asyncio.run(running)
+    finally:
+        running.close()
 
 
 def interrupted_document(pipeline: Path) -> RunResultDocument:

@@ -33,7 +33,6 @@ otherwise), then the facts grouped by key (id and content, a compact one-line
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import shlex
@@ -47,7 +46,7 @@ from pydantic import BaseModel
 from converge_dsl import codes
 from converge_dsl.cli import EXIT_INTERRUPTED, QUIET, environment_error
 from converge_dsl.cli._inputs import add_input_arguments, json_file, pairs, parse_inputs
-from converge_dsl.cli._interrupts import interrupted_document, interrupts_held, stoppable
+from converge_dsl.cli._interrupts import interrupted_document, interrupts_held, run_stoppable
 from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
 if TYPE_CHECKING:
@@ -520,11 +519,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         options = _options(args, io, progress, closing)
         options = replace(options, sinks=(*options.sinks, ResultSink(show)), stop=stop)
         say = progress.say if progress is not None else _line(io.stderr)
-        running = stoppable(lambda: run_pipeline(options), stop, say)
-        try:
-            out = asyncio.run(running)
-        finally:
-            running.close()  # a Ctrl-C before the loop ran it: closed, never "not awaited"
+        out = run_stoppable(lambda: run_pipeline(options), stop, say)
     except (ConvergeError, OSError) as exc:
         # Human: an invalid pipeline is rendered like `validate` renders it, anything
         # else as one error line, by the command line. JSON: the run-result document,
