@@ -18,6 +18,7 @@ from converge_dsl.models._answer_key import ROUTING_FIELDS, answer_key, model_re
 from converge_dsl.models.answer_store import (
     STORE_FILE,
     CacheRow,
+    CacheStoreError,
     MemoryAnswerStore,
     SqliteAnswerStore,
 )
@@ -346,7 +347,6 @@ def test_an_offline_miss_passes_over_cached_entries_that_fail_their_check() -> N
 def test_a_failing_store_is_a_warning_that_names_its_own_code() -> None:
     # It read `warning[CD974]: answer cache: ... failed while reading`, the store's
     # CD975 gone once codes left error messages.
-    from converge_dsl.models.answer_store import CacheStoreError
 
     class Failing(MemoryAnswerStore):
         def get(self, key: str, now: float) -> Any:
@@ -360,23 +360,30 @@ def test_a_failing_store_is_a_warning_that_names_its_own_code() -> None:
     ]
 
 
+class _Held(MemoryAnswerStore):
+    """A store another process holds: every store fails (after `wait_s`, its busy timeout)."""
+
+    def __init__(self, wait_s: float = 0.0) -> None:
+        super().__init__()
+        self.wait_s = wait_s
+        self.puts = 0
+
+    def put(self, row: CacheRow) -> None:
+        self.puts += 1
+        time.sleep(self.wait_s)
+        raise CacheStoreError("answer cache: 'x' failed while writing: database is locked")
+
+
 def test_a_store_that_failed_to_store_an_answer_is_not_asked_again_in_the_run() -> None:
     # Each later answer waited the store's 30 s busy timeout and warned again: a run of
     # many calls against a cache another process held took 30 s a call.
-    from converge_dsl.models.answer_store import CacheStoreError
 
-    class Held(MemoryAnswerStore):
-        puts = 0
-
-        def put(self, row: CacheRow) -> None:
-            Held.puts += 1
-            raise CacheStoreError("answer cache: 'x' failed while writing: database is locked")
-
-    answers, warnings = cache(Held())
+    held = _Held()
+    answers, warnings = cache(held)
     model = answers.wrap("remote", Counting())
     for text in ("one", "two", "three"):
         asyncio.run(model.call(request(text)))
-    assert Held.puts == 1
+    assert held.puts == 1
     assert warnings == [
         "warning[CD974]: CD975: answer cache: 'x' failed while writing: database is locked; "
         "the answer was not cached, nor will any for 60 s"
@@ -387,27 +394,20 @@ def test_a_failed_store_pauses_storing_for_every_run_on_the_store_then_tries_aga
     # The pause was each run's own: an evaluation of N cases on a held cache waited the
     # busy timeout and warned once per case.
     from converge_dsl.clock import SystemClock
-    from converge_dsl.models.answer_store import CacheStoreError
     from converge_dsl.models.caching import SavePause
     from converge_dsl.runtime import AnswerCaching
 
-    class Held(MemoryAnswerStore):
-        puts = 0
-
-        def put(self, row: CacheRow) -> None:
-            Held.puts += 1
-            raise CacheStoreError("answer cache: 'x' failed while writing: database is locked")
-
     now = [0.0]
     warnings: list[str] = []
-    caching = AnswerCaching(Held(), warn=warnings.append, saving=SavePause(60.0, lambda: now[0]))
+    held = _Held()
+    caching = AnswerCaching(held, warn=warnings.append, saving=SavePause(60.0, lambda: now[0]))
     for case in range(3):  # one AnswerCache a run (an evaluation's case)
         run = caching.open(SystemClock())
         asyncio.run(run.wrap("remote", Counting()).call(request(f"case {case}")))
-    assert (Held.puts, len(warnings)) == (1, 1)
+    assert (held.puts, len(warnings)) == (1, 1)
     now[0] = 61.0  # the pause is over: the store is tried again
     asyncio.run(caching.open(SystemClock()).wrap("remote", Counting()).call(request("late")))
-    assert (Held.puts, len(warnings)) == (2, 2)
+    assert (held.puts, len(warnings)) == (2, 2)
 
 
 def test_runs_on_several_threads_wait_for_one_failing_store_and_warn_once() -> None:
@@ -416,19 +416,11 @@ def test_runs_on_several_threads_wait_for_one_failing_store_and_warn_once() -> N
     import threading
 
     from converge_dsl.clock import SystemClock
-    from converge_dsl.models.answer_store import CacheStoreError
     from converge_dsl.runtime import AnswerCaching
 
-    class Held(MemoryAnswerStore):
-        puts = 0
-
-        def put(self, row: CacheRow) -> None:
-            Held.puts += 1
-            time.sleep(0.2)  # the busy timeout
-            raise CacheStoreError("answer cache: 'x' failed while writing: database is locked")
-
     warnings: list[str] = []
-    caching = AnswerCaching(Held(), warn=warnings.append)
+    held = _Held(wait_s=0.2)  # the busy timeout
+    caching = AnswerCaching(held, warn=warnings.append)
     started = threading.Barrier(4)
 
     def one(case: int) -> None:
@@ -441,4 +433,4 @@ def test_runs_on_several_threads_wait_for_one_failing_store_and_warn_once() -> N
         thread.start()
     for thread in threads:
         thread.join(10)
-    assert (Held.puts, len(warnings)) == (1, 1)
+    assert (held.puts, len(warnings)) == (1, 1)
