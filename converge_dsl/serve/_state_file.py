@@ -17,7 +17,7 @@ from pathlib import Path
 from converge_dsl import codes
 from converge_dsl._file_identity import identity
 
-from ._requests import Refused, refused
+from ._requests import Problem, Refused
 
 # The Retry-After of a request refused while the state is gone (seconds).
 GONE_RETRY_S = 30
@@ -58,8 +58,7 @@ class StateFile:
         problem = self.problem()
         if problem is None:
             return None
-        error = refused(
-            503,
+        gone = Problem(
             codes.SERVE_STATE_UNUSABLE,
             f"the service's state database {problem}: what it would store now is lost at "
             "its next start",
@@ -67,5 +66,4 @@ class StateFile:
             "restart the server on a state folder it can keep (runs it had stored before "
             "are in the old folder, if it was moved)",
         )
-        error.retry_after = GONE_RETRY_S
-        return error
+        return Refused(503, (gone,), retry_after=GONE_RETRY_S)
