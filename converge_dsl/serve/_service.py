@@ -53,7 +53,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from converge_dsl import codes
-from converge_dsl._json_types import JsonObject
 from converge_dsl.clock import Clock, SystemClock, WallClock
 from converge_dsl.errors import ConvergeError
 
@@ -62,13 +61,14 @@ from ._events import EventSink, LiveRun
 from ._executors import lost_too_often, one_run
 from ._idempotency import IdempotencyKey, first_run
 from ._limits import Limits, Retention
-from ._loops import Inbox, RunLoops
+from ._loops import RunLoops
 from ._metrics import Metrics
 from ._requests import RunRequest, queue_full, refused
-from ._results import Adds, Stopped, committed, ended_row, failed, redacted
+from ._results import Adds, Stopped, committed, redacted
 from ._resumption import DECIDED_BY, limits_of, local_run, resumption
+from ._run_ends import RunEnds
 from ._state_file import StateFile
-from ._store import FINISHED, RunRow, RunStore, StateError, result_json
+from ._store import FINISHED, RunRow, RunStore, StateError
 
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline, RunWorkers
@@ -79,8 +79,8 @@ CANCEL_S = 10.0
 MAX_STRIKES = 3
 
 
-class RunService:
-    """See the module docstring."""
+class RunService(RunEnds):
+    """See the module docstring (how a run ends: `RunEnds`)."""
 
     def __init__(
         self,
@@ -366,14 +366,6 @@ class RunService:
         except StateError as error:
             self._state_failed(name, row.id, row, error)
 
-    def _state_failed(self, name: str, run: str, row: RunRow | None, error: StateError) -> None:
-        """The state failed under `run` (CD993): end it as failed with the error, so that
-        its worker goes on to the next run instead of dying. When the state cannot store
-        even that, the run stays as stored (a running one continues at the next start)
-        and its waiters are answered with what the store says."""
-        reason, body = self._failed(self.pipelines[name], error)
-        self._end(run, self._live.get(run), "done", reason, body, row=row, state_failed=True)
-
     async def _run(self, name: str, row: RunRow) -> None:
         run = row.id
         pipeline = self.pipelines[name]
@@ -496,105 +488,3 @@ class RunService:
         self._live.pop(run, None)
         if self.store.requeue(run, self._now()):
             self._queues[name].put_nowait(run)
-
-    def _failed(self, pipeline: Pipeline, error: ConvergeError) -> tuple[str, JsonObject]:
-        return failed(error, pipeline.path, self.redact)
-
-    def _end(
-        self,
-        run: str,
-        live: LiveRun | None,
-        status: str,
-        reason: str,
-        body: JsonObject | None,
-        *,
-        row: RunRow | None,
-        state_failed: bool = False,
-    ) -> None:
-        """Store the end of `run` (`RunStore.finish`), then tell its streams and waiters.
-        `state_failed`: the end of a run the state failed under (`_state_failed`), running
-        or not yet started, which a state that fails again leaves as stored."""
-        now = self._now()
-        text = None if body is None else result_json(body)
-        events = [] if live is None else live.unstored()
-        try:
-            stored = self.store.finish(
-                run,
-                status=status,
-                stop_reason=reason,
-                body=body,
-                events=events,
-                now=now,
-                was=("queued", "running") if state_failed else ("running",),
-                text=text,
-            )
-        except StateError:
-            if not state_failed:
-                raise  # its worker ends it as failed (`_execute`)
-            stored = False
-        self._ended_as(
-            run, live, status, reason, body, text=text, row=row if stored else None, at=now
-        )
-
-    async def _end_later(
-        self, run: str, live: LiveRun, status: str, reason: str, body: JsonObject, *, row: RunRow
-    ) -> None:
-        """`_end` a running run in the journals' next group commit (`finish_later`): its
-        waiters are told once that commit is made. A `StateError` is raised as `_end`'s.
-        A cancel that came while that commit was made is too late for an end, not for a
-        pause: the paused run is then cancelled (`RunStore.cancel`)."""
-        now = self._now()
-        text = result_json(body)
-        ending = self.store.finish_later(
-            run,
-            status=status,
-            stop_reason=reason,
-            body=body,
-            events=live.unstored(),
-            now=now,
-            text=text,
-        )
-        stored, cancelled = Inbox.of(asyncio.get_running_loop()).future(ending), False
-        while True:
-            try:
-                written = await asyncio.shield(stored)
-                break
-            except asyncio.CancelledError:
-                if run not in self._cancelling:
-                    raise  # a shutdown: the group commit, or the store's close, writes it
-                self._cancelling.discard(run)
-                cancelled = True
-        if cancelled and written and status == "paused" and self.store.cancel(run, now):
-            self._ended_as(run, live, "cancelled", "cancelled", None, text=None, row=row, at=now)
-            return
-        self._ended_as(
-            run, live, status, reason, body, text=text, row=row if written else None, at=now
-        )
-
-    def _ended_as(
-        self,
-        run: str,
-        live: LiveRun | None,
-        status: str,
-        reason: str,
-        body: JsonObject | None,
-        *,
-        text: str | None,
-        row: RunRow | None,
-        at: float,
-    ) -> None:
-        """Tell the streams and waiters of `run` it ended; `row`: as it was before its end
-        was stored (None when nothing was)."""
-        self.metrics.ended(run, self._clock.monotonic())
-        if live is not None:
-            live.end()
-        self._live.pop(run, None)
-        # What the store now holds, for the waiters (no read of what was just written;
-        # an answer sends the result's text as stored, not encoded again).
-        self._signal(run, row and ended_row(row, status, reason, body, text, at=at))
-
-    def _signal(self, run: str, row: RunRow | None = None) -> None:
-        ended = self._ended.pop(run, None)
-        if ended is not None:
-            ended.row = row
-            ended.set()
