@@ -4,13 +4,15 @@
 `_end` stores its end (`RunStore.finish`: status, stop reason, result and last events in
 one transaction), `_end_later` in the journals' next group commit (`finish_later`),
 answering its waiters once that commit is made; `_ended_as` then ends its live events
-and wakes its waiters (`_signal`). A run the state failed under (`StateError`, CD993)
-ends as failed with the error (`_state_failed`), so its worker goes on to the next run.
+and wakes its waiters (`_signal`); a run stopped at a checkpoint does not end. A run
+the state failed under (`StateError`, CD993) ends as failed with the error
+(`_state_failed`), so its worker goes on to the next run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -97,7 +99,13 @@ class RunEnds:
         """`_end` a running run in the journals' next group commit (`finish_later`): its
         waiters are told once that commit is made. A `StateError` is raised as `_end`'s.
         A cancel that came while that commit was made is too late for an end, not for a
-        pause: the paused run is then cancelled (`RunStore.cancel`)."""
+        pause: the paused run is then cancelled (`RunStore.cancel`). A run stopped at a
+        checkpoint (`LiveRun.halted`, a stopping service's) does not end: what it did past
+        that record is not kept, and it is queued again to continue from it."""
+        if live.halted:
+            with contextlib.suppress(StateError):  # else recovered as after a kill
+                self.store.requeue(run, self._now())
+            return
         now = self._now()
         text = result_json(body)
         ending = self.store.finish_later(

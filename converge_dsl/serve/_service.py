@@ -28,7 +28,13 @@ group commit (`RunStore.finish_later`), and the run is answered once it is commi
 - `start` recovers: runs the store says were `running` when the server died are queued again and
   continue from their checkpoint journal (a run killed before its first record starts afresh);
   paused runs stay paused.
-- `stop` cancels the workers, not the runs' status (it continues at the next start).
+- `stop` (and `stopping`, told at SIGTERM) first lets each run on the service's loops
+  reach its next checkpoint record, for at most `STOP_S` from `stopping`: the run stops
+  there, what it did past it neither kept nor shown (`StopAtCheckpoint`), so the attempt
+  that continues it gives no event a client already had. Then it cancels the workers and
+  the runs in flight; a run whose attempt stopped, its events all stored, is queued again
+  (it continues at the next start, which finds no event of it lost: no `recoveries`
+  row), else it stays running (a restart then continues it as after a kill).
 - A worker whose run meets a failing state (`StateError`, CD993) ends that run as failed with the
   error, redacted, and goes on to the next one.
 - `submit` with an idempotency key answers the run first queued with that key and the same request,
@@ -65,7 +71,7 @@ from ._loops import RunLoops
 from ._metrics import Metrics
 from ._requests import RunRequest, queue_full, refused
 from ._results import Adds, Stopped, committed, redacted
-from ._resumption import DECIDED_BY, limits_of, local_run, resumption
+from ._resumption import DECIDED_BY, StopAtCheckpoint, limits_of, local_run, resumption
 from ._run_ends import RunEnds
 from ._state_file import StateFile
 from ._store import FINISHED, RunRow, RunStore, StateError
@@ -77,6 +83,8 @@ if TYPE_CHECKING:
 CANCEL_S = 10.0
 # A run whose worker died this many times fails (CD434) instead of being queued again.
 MAX_STRIKES = 3
+# How long a stopping service waits for its runs to reach their next checkpoint record.
+STOP_S = 10.0
 
 
 class RunService(RunEnds):
@@ -123,6 +131,8 @@ class RunService(RunEnds):
         self._handed: dict[str, RunRow] = {}
         self._idle: dict[str, int] = {}  # pipeline -> its workers waiting for a run
         self._cancelling: set[str] = set()
+        self._stopping = False  # `stopping`: runs stop at their next checkpoint record
+        self._stop_by = 0.0  # by when (on the monotonic clock), once stopping
         self._loops: RunLoops | None = None
         from converge_dsl.batch import CheckpointKeys
 
@@ -174,8 +184,25 @@ class RunService(RunEnds):
             self._ended.pop(run, None)
         return gone
 
+    def stopping(self) -> None:
+        """The server is stopping: each run on the service's loops stops at its next
+        checkpoint record (see the module docstring)."""
+        if not self._stopping:
+            self._stopping = True
+            self._stop_by = self._clock.monotonic() + STOP_S
+
+    @property
+    def is_stopping(self) -> bool:
+        return self._stopping
+
     async def stop(self) -> None:
-        """Cancel the workers and runs in flight; their status stays (see the module)."""
+        """Let the runs reach a checkpoint (at most `STOP_S`), then cancel the workers and
+        runs in flight (see the module docstring)."""
+        self.stopping()
+        while self.workers is None and self._clock.monotonic() < self._stop_by:
+            if all(live.halted or live.ended for live in self._live.values()):
+                break
+            await self._clock.sleep(0.02)
         for task in self._workers:
             task.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
@@ -388,7 +415,11 @@ class RunService(RunEnds):
             pipeline,
             row,
             EventSink(live, flush),
-            self.store.checkpoints.journal(run, alongside=alongside),
+            StopAtCheckpoint(
+                self.store.checkpoints.journal(run, alongside=alongside),
+                lambda: self._stopping,
+                live.halt,
+            ),
             state=self._state,
             key=lambda: self._keys.of(pipeline),  # read on its loop: a failure fails the run
             max_run_s=self._limits.max_run_s,
@@ -404,8 +435,11 @@ class RunService(RunEnds):
                 raise
         except asyncio.CancelledError:
             if run not in self._cancelling:
-                flush()
-                raise  # a shutdown: the run stays running and continues at the next start
+                flush()  # a shutdown: the run continues at the next start
+                if remote.done():  # none of its events is lost: no recovery to note
+                    with contextlib.suppress(StateError):  # else recovered as after a kill
+                        self.store.requeue(run, self._now())
+                raise
             self._cancelling.discard(run)
             self._end(run, live, "cancelled", "cancelled", None, row=row)
             return

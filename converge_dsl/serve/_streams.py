@@ -87,8 +87,10 @@ def _check_given(service: RunService, run: str, last: int) -> int:
 async def event_stream(service: RunService, run: str, last: int) -> AsyncIterator[str]:
     """The run's events after `last`: stored ones, then live ones as they come; then `end`.
 
-    The stream ends when the run stops or pauses; until then a comment every
-    `KEEPALIVE_S` keeps idle connections open (a client that goes away ends it).
+    The stream ends when the run stops or pauses, and without `end` when the server
+    stops (a running run once it stopped at its checkpoint: `LiveRun.halt`); until then
+    a comment every `KEEPALIVE_S` keeps idle connections open (a client that goes away
+    ends it).
     """
     waited = 0.0
     while True:
@@ -100,6 +102,8 @@ async def event_stream(service: RunService, run: str, last: int) -> AsyncIterato
             for seq, line in live.after(last):
                 yield f"id: {seq}\ndata: {line}\n\n"
                 last = seq
+            if live.halted:
+                return  # the server stops: the client resumes from `last` on the next
             if not live.ended:
                 await live.changed(last, KEEPALIVE_S)
                 if not live.after(last) and not live.ended:
@@ -116,6 +120,8 @@ async def event_stream(service: RunService, run: str, last: int) -> AsyncIterato
             }
             yield f"event: end\ndata: {json.dumps(end)}\n\n"
             return
+        if service.is_stopping:
+            return  # a queued run does not start on this server any more
         waited += QUEUED_POLL_S  # queued: not started yet
         if waited >= KEEPALIVE_S:
             waited = 0.0
