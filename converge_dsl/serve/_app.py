@@ -262,7 +262,12 @@ class _Api:
         return run_answer(row, 202 if row.status == "running" else 200)
 
     async def decide(self, request: Request) -> Response:
-        ident = self.run_id(request)
+        try:
+            ident = self.run_id(request)
+        except Refused as error:
+            if error.status == 503:  # the state is gone; a malformed body is 422 regardless
+                decisions_request(await self.body(request, None))
+            raise
         decisions = decisions_request(await self.body(request, None))
         return JSONResponse(run_view(await self.service.decide(ident, decisions)))
 

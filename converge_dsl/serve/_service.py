@@ -274,6 +274,9 @@ class RunService(RunEnds):
     def get(self, run: str) -> RunRow:
         row = self.store.get(run)
         if row is None:
+            gone = self.state_file.refusal(unknown=run)  # "no such run" may then be false
+            if gone is not None:
+                raise gone
             hint = "a run id is one that POST /v1/pipelines/NAME/runs answered with"
             raise refused(404, codes.SERVE_NOT_FOUND, f"no run {run!r}", "", hint)
         return row
