@@ -79,7 +79,7 @@ from ._mcp_runs import (
     wait_argument,
 )
 from ._openapi import inputs_schema, run_schema
-from ._requests import Problem, Refused, refused, run_request
+from ._requests import Problem, Refused, one_header, refused, run_request
 from ._store import FINISHED, RunRow
 from ._streams import event_stream
 
@@ -197,7 +197,12 @@ class McpEndpoint:
         from starlette.requests import Request
 
         headers = Headers(scope=scope)
-        if self.tokens is not None and not self.tokens.allows(headers.get("authorization")):
+        try:
+            authorization = one_header(headers, "Authorization", codes.SERVE_BAD_PARAMETER)
+        except Refused as error:
+            await problems_response(error, self.service.redact)(scope, receive, send)
+            return
+        if self.tokens is not None and not self.tokens.allows(authorization):
             response = problems_response(Refused(401, (UNAUTHORIZED,)), self.service.redact)
             response.headers["WWW-Authenticate"] = "Bearer"
             await response(scope, receive, send)

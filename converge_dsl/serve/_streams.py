@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from converge_dsl import codes
 
-from ._requests import refused
+from ._requests import one_header, refused
 from ._store import FINISHED
 
 if TYPE_CHECKING:
@@ -40,11 +40,12 @@ def last_event(request: Request, service: RunService, run: str) -> int:
 
 def _header(request: Request) -> int:
     """The number of the last event the client has (`Last-Event-ID`), -1 without one; 400
-    (CD309) when it is not an event's number."""
-    header = request.headers.get("last-event-id")
-    if header is None or not header.strip():
+    (CD309) when it is not an event's number (ASCII digits, HTTP's blanks around them) or
+    is given twice, differently."""
+    header = one_header(request.headers, "Last-Event-ID", codes.SERVE_BAD_PARAMETER)
+    if header is None or not header.strip(" \t"):
         return -1
-    if _EVENT_ID.fullmatch(header.strip()) is None:
+    if _EVENT_ID.fullmatch(header.strip(" \t")) is None:
         raise refused(
             400,
             codes.SERVE_BAD_PARAMETER,
@@ -52,7 +53,7 @@ def _header(request: Request) -> int:
             "",
             "send the `id:` of the last event received, or no Last-Event-ID to start over",
         )
-    return int(header)
+    return int(header.strip(" \t"))
 
 
 def _check_given(service: RunService, run: str, last: int) -> int:
