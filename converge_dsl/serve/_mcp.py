@@ -229,6 +229,13 @@ class McpEndpoint:
             except Refused as error:
                 await problems_response(error, self.service.redact)(scope, receive, send)
                 return
+            if "method" not in message:
+                # A response: this stateless server sends no request, so it answers none
+                # (accepted, as the SDK would, without the SDK's error in the log for each).
+                from starlette.responses import Response
+
+                await Response(status_code=202)(scope, receive, send)
+                return
             receive = _replay(raw, receive)
         await self.sessions.handle_request(scope, receive, send)
 
