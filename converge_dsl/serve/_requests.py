@@ -169,8 +169,10 @@ def run_request(pipeline: Pipeline, body: Any) -> RunRequest:
                     "a run request holds `inputs` and `budget`",
                 )
             )
-    inputs = body.get("inputs") or {}
-    if not isinstance(inputs, dict):
+    inputs = body.get("inputs")
+    if inputs is None:  # none given (`null` says so too, as for `budget`)
+        inputs = {}
+    elif not isinstance(inputs, dict):
         problems.append(
             Problem(codes.SERVE_BAD_BODY, "`inputs` must be a JSON object", pointer(("inputs",)))
         )

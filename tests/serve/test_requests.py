@@ -50,6 +50,16 @@ def test_every_problem_is_located() -> None:
     ]
 
 
+def test_inputs_that_are_not_an_object_are_refused_even_when_empty() -> None:
+    """`[]`, `""`, `0` or `false` as `inputs` were read as no inputs (a pipeline without a
+    required one then ran); each is now refused where it stands, as a `budget` is; `null`
+    still says none."""
+    gated = load(DATA / "gated.yaml")
+    for given in ([], "", 0, False, [1]):
+        assert problems(lambda g=given: run_request(gated, {"inputs": g})) == [("CD983", "/inputs")]
+    assert run_request(gated, {"inputs": None}) == RunRequest({}, {})
+
+
 def test_a_budget_may_lower_never_raise() -> None:
     assert problems(
         lambda: run_request(ECHO, {"inputs": {"text": "x"}, "budget": {"max_model_calls": 6}})
