@@ -212,31 +212,32 @@ class McpEndpoint:
         if refusal is not None:
             await problems_response(refusal, self.service.redact)(scope, receive, send)
             return
-        if scope.get("method") == "GET":
-            # a stateless server never has a message to send on a stream of its own: the
-            # SDK's would stay open and idle, holding one of the server's bounded connections
-            await _no_stream()(scope, receive, send)
+        method = str(scope.get("method"))
+        if method != "POST":
+            # a stateless server never has a message to send on a stream of its own (the
+            # SDK's would stay open and idle, holding one of the server's bounded
+            # connections), nor a session to end: each is refused in the service's words
+            await _not_posted(method)(scope, receive, send)
             return
-        if scope.get("method") == "POST":
-            try:
-                _check_accept(headers.get("accept", ""))
-                raw = await read_body(
-                    Request(scope, receive), self.limits.body_cap, self.limits.body_s, lenient=False
-                )
-                message = parse_json(raw)
-                checked_message(message)
-                _check_protocol_version(headers.get("mcp-protocol-version"), message)
-            except Refused as error:
-                await problems_response(error, self.service.redact)(scope, receive, send)
-                return
-            if "method" not in message:
-                # A response: this stateless server sends no request, so it answers none
-                # (accepted, as the SDK would, without the SDK's error in the log for each).
-                from starlette.responses import Response
+        try:
+            _check_accept(headers.get("accept", ""))
+            raw = await read_body(
+                Request(scope, receive), self.limits.body_cap, self.limits.body_s, lenient=False
+            )
+            message = parse_json(raw)
+            checked_message(message)
+            _check_protocol_version(headers.get("mcp-protocol-version"), message)
+        except Refused as error:
+            await problems_response(error, self.service.redact)(scope, receive, send)
+            return
+        if "method" not in message:
+            # A response: this stateless server sends no request, so it answers none
+            # (accepted, as the SDK would, without the SDK's error in the log for each).
+            from starlette.responses import Response
 
-                await Response(status_code=202)(scope, receive, send)
-                return
-            receive = _replay(raw, receive)
+            await Response(status_code=202)(scope, receive, send)
+            return
+        receive = _replay(raw, receive)
         await self.sessions.handle_request(scope, receive, send)
 
     def _transport_refusal(self, headers: Headers, port: int | None) -> Refused | None:
@@ -445,13 +446,18 @@ def _check_protocol_version(header: str | None, message: dict[str, Any]) -> None
         )
 
 
-def _no_stream() -> JSONResponse:
-    """405 to a GET of the endpoint (MCP's answer from a server that offers no stream)."""
+def _not_posted(method: str) -> JSONResponse:
+    """405 to a request of the endpoint that is not a POST: to a GET, MCP's answer from a
+    server that offers no stream; to a DELETE, from one that keeps no session."""
     from starlette.responses import JSONResponse
 
+    why = {
+        "GET": "this server sends no messages of its own (it is stateless)",
+        "DELETE": "this server keeps no session to end (it is stateless)",
+    }.get(method, "the endpoint takes POST only")
     problem = Problem(
         codes.SERVE_NOT_FOUND,
-        "GET /mcp: this server sends no messages of its own (it is stateless)",
+        f"{method[:16]} /mcp: {why}",
         "",
         "POST each JSON-RPC message; its answer comes back on that request",
     )

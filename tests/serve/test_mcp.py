@@ -589,7 +589,8 @@ def test_a_response_posted_to_the_endpoint_is_accepted_without_an_error_logged(
     """A JSON-RPC response (or error) posted to /mcp: this stateless server sends no request,
     so it awaits none. It was handed to the SDK, which answered 202 but logged an ERROR
     with a traceback-like line for each (a client could fill the log); now it is accepted
-    (202) by the endpoint, and the log stays empty."""
+    (202) by the endpoint, and the log stays empty. Every method but POST is a 405 in the
+    service's words."""
     server = serve_with_token(tmp_path, servers, [DATA / "echo.yaml"], TOKEN, "--mcp")
     url = server.ready()
     headers = {"Accept": "application/json, text/event-stream", **BEARER}
@@ -600,6 +601,11 @@ def test_a_response_posted_to_the_endpoint_is_accepted_without_an_error_logged(
         ):
             answer = http.post("/mcp", json=message)
             assert (answer.status_code, answer.content) == (202, b"")
+        for method in ("GET", "DELETE", "PUT"):  # DELETE and PUT were the SDK's own JSON-RPC
+            answer = http.request(method, "/mcp", content=b"{}")
+            (problem,) = answer.json()["errors"]
+            assert (answer.status_code, problem["code"]) == (405, "CD990"), method
+            assert answer.headers["allow"] == "POST"
         listed = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         assert listed.status_code == 200
     server.stop()
