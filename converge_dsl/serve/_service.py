@@ -34,7 +34,8 @@ group commit (`RunStore.finish_later`), and the run is answered once it is commi
   that continues it gives no event a client already had. Then it cancels the workers and
   the runs in flight; a run whose attempt stopped, its events all stored, is queued again
   (it continues at the next start, which finds no event of it lost: no `recoveries`
-  row), else it stays running (a restart then continues it as after a kill).
+  row), else it stays running (a restart then continues it as after a kill). A stopping
+  service's workers start no run; one added running for a worker is queued again.
 - A worker whose run meets a failing state (`StateError`, CD993) ends that run as failed with the
   error, redacted, and goes on to the next one.
 - `submit` with an idempotency key answers the run first queued with that key and the same request,
@@ -155,6 +156,7 @@ class RunService(RunEnds):
         """Recover the stored runs (see the module docstring), then start the workers."""
         self._queues = {name: asyncio.Queue() for name in self.pipelines}
         self._handed, self._added = {}, {}  # a service started again: runs are recovered
+        self._stopping = False
         if self.workers is not None:
             await asyncio.to_thread(self.start_workers)
         else:
@@ -207,6 +209,10 @@ class RunService(RunEnds):
             task.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
         self._workers = []
+        for run in self._handed:  # added running for a worker that never started it
+            with contextlib.suppress(StateError):  # else recovered as after a kill
+                self.store.requeue(run, self._now())
+        self._handed = {}
         if self._loops is not None:
             await self._loops.close(self._close_pools)
             self._loops = None
@@ -363,6 +369,8 @@ class RunService(RunEnds):
                 run = await queue.get()
             finally:
                 self._idle[pipeline] -= 1
+            if self._stopping:  # it starts no run: `stop` leaves it queued (or requeues it)
+                await asyncio.Future()  # until `stop` cancels this worker
             row = self._handed.pop(run, None)  # added running for this worker (`submit`)
             try:
                 if row is None:

@@ -109,3 +109,40 @@ def test_a_sigterm_mid_cycle_gives_no_event_twice(tmp_path: Path, servers: list[
     assert len(calls) == len(set(calls))
     with sqlite3.connect(state / STATE_FILE) as db:
         assert db.execute("SELECT COUNT(*) FROM recoveries").fetchone() == (0,)
+
+
+def test_a_stopping_service_starts_no_run_and_queues_a_handed_one_again(tmp_path: Path) -> None:
+    """A run added while the service stops (a waiting worker would take it at once, so it is
+    added running) is not started: the stop leaves it queued, so the next start continues
+    it with no recovery noted (a recovery would have every Last-Event-ID of it answered
+    from its first event). Before, the worker started it as the service stopped."""
+    import asyncio
+
+    from converge_dsl.serve import RunStore
+    from converge_dsl.serve._requests import RunRequest
+
+    from .test_service import _one_worker_service
+
+    store = RunStore(tmp_path / "state")
+    service = _one_worker_service(tmp_path, store, redact=str)
+
+    async def main() -> str:
+        await service.start()
+        await asyncio.sleep(0.05)  # its worker waits for a run
+        service.stopping()
+        run = service.submit("steady", RunRequest.of({"inputs": {"number": 1}}))
+        assert store.get(run).status == "running"  # added for the waiting worker
+        await asyncio.sleep(0.3)
+        await service.stop()
+        return run
+
+    try:
+        run = asyncio.run(main())
+        row = store.get(run)
+        assert row is not None
+        assert (row.status, row.attempts) == ("queued", 1)
+        assert list(store.events(run)) == []  # not started: no event of it
+        assert [r.id for r in store.recover(0.0)] == [run]
+        assert store.first_unstored(run) is None
+    finally:
+        store.close()
