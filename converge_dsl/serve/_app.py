@@ -51,7 +51,15 @@ from converge_dsl.errors import ConvergeError
 from ._bodies import BODY_S, parse_json, read_body
 from ._idempotency import IdempotencyKey, checked_key
 from ._openapi import document, inputs_schema
-from ._requests import Problem, Refused, decisions_request, failed, refused, run_request
+from ._requests import (
+    Problem,
+    Refused,
+    decisions_request,
+    failed,
+    one_header,
+    refused,
+    run_request,
+)
 from ._store import FINISHED, RunRow
 from ._streams import event_stream, last_event
 from ._tokens import TokenFile
@@ -92,7 +100,7 @@ class Endpoint(Protocol):
 def _idempotency_key(request: Request) -> IdempotencyKey | None:
     """The request's `Idempotency-Key` header (None without one); 400 (CD998) when it is
     not 1 to `MAX_IDEMPOTENCY_KEY` printable ASCII characters."""
-    key = request.headers.get("idempotency-key")
+    key = one_header(request.headers, "Idempotency-Key", codes.SERVE_BAD_IDEMPOTENCY_KEY)
     if key is None:
         return None
     return checked_key(key, codes.SERVE_BAD_IDEMPOTENCY_KEY, "the Idempotency-Key header")
@@ -199,7 +207,9 @@ class _Api:
                 if (
                     not open_route
                     and self.tokens is not None
-                    and not self.tokens.allows(request.headers.get("authorization"))
+                    and not self.tokens.allows(
+                        one_header(request.headers, "Authorization", codes.SERVE_BAD_PARAMETER)
+                    )
                 ):
                     raise Refused(401, (UNAUTHORIZED,))
                 return await handler(request)
@@ -262,7 +272,12 @@ class _Api:
         return run_answer(row, 202 if row.status == "running" else 200)
 
     async def decide(self, request: Request) -> Response:
-        ident = self.run_id(request)
+        try:
+            ident = self.run_id(request)
+        except Refused as error:
+            if error.status == 503:  # the state is gone; a malformed body is 422 regardless
+                decisions_request(await self.body(request, None))
+            raise
         decisions = decisions_request(await self.body(request, None))
         return JSONResponse(run_view(await self.service.decide(ident, decisions)))
 

@@ -4,7 +4,8 @@ API's POSTs and the MCP endpoint's messages).
 `read_body(request, cap)` reads at most `cap` bytes (413, CD989, past it,
 whether or not the request declared its length) within `BODY_S` seconds
 (408, CD308: a slow body holds one of the server's bounded connections), refuses a body that says it
-is compressed or is a media type other than JSON (415, CD307), and answers a
+is compressed, is a media type other than JSON or declares a charset other than UTF-8
+(415, CD307: it would be read as UTF-8 all the same), and answers a
 client that went away before its body ended with `Refused` (400) rather than
 the framework's exception. `parse_json(raw)` is the body's JSON value, or a
 400 (CD983) whose `pointer` names the value at fault where there is one:
@@ -49,6 +50,8 @@ _LENIENT_TYPES = frozenset(
 # A number whose value overflows a float: a 3-digit exponent, or 309 digits or more.
 _MAY_OVERFLOW = re.compile(r"\d[eE][+-]?\d{3}|\d{309}", re.ASCII)  # in the decoded text
 _SEND_JSON = "send a JSON object with Content-Type: application/json"
+# The `charset` a JSON body may declare: JSON on the wire is UTF-8 (RFC 8259 §8.1).
+_UTF8 = frozenset(("utf-8", "utf8"))
 
 
 async def read_body(
@@ -102,18 +105,32 @@ def _check_media(request: Request, lenient: bool) -> None:
             "send the body uncompressed, without a Content-Encoding header",
         )
     given = request.headers.get("content-type", "")
-    media = given.split(";", 1)[0].strip().lower()
-    if media == "application/json":
-        return
-    if lenient and (media in _LENIENT_TYPES or media.endswith("+json")):
-        return
-    raise refused(
-        415,
-        codes.SERVE_UNSUPPORTED_MEDIA,
-        f"the request body is {media[:80]!r}; only JSON is read",
-        "",
-        _SEND_JSON,
-    )
+    media, *parameters = given.split(";")
+    media = media.strip().lower()
+    if not (
+        media == "application/json"
+        or (lenient and (media in _LENIENT_TYPES or media.endswith("+json")))
+    ):
+        raise refused(
+            415,
+            codes.SERVE_UNSUPPORTED_MEDIA,
+            f"the request body is {media[:80]!r}; only JSON is read",
+            "",
+            _SEND_JSON,
+        )
+    for parameter in parameters:
+        name, _, value = parameter.partition("=")
+        charset = value.strip().strip('"').strip()
+        if name.strip().lower() == "charset" and charset.lower() not in _UTF8:
+            raise refused(
+                415,
+                codes.SERVE_UNSUPPORTED_MEDIA,
+                f"the request body is declared {charset[:40]!r} text (Content-Type charset); "
+                "JSON is read as UTF-8 only (RFC 8259)",
+                "",
+                "encode the body as UTF-8 and send Content-Type: application/json, with no "
+                "charset or charset=utf-8",
+            )
 
 
 def too_large(cap: int) -> Refused:

@@ -154,6 +154,7 @@ class LiveRun:
         self.records: list[tuple[int, str]] = []
         self.stored = 0  # how many of `records` are in the store
         self.ended = False
+        self.halted = False  # stopped at a checkpoint: no record is kept (`halt`)
         self._loop = loop
         self._lock = threading.Lock()
         self._changed = asyncio.Event()
@@ -162,6 +163,8 @@ class LiveRun:
 
     def add(self, seq: int, record: str) -> bool:
         """Keep `record`, numbered `seq`; True when `FLUSH_LINES` or more are not stored."""
+        if self.halted:
+            return False
         records = self.records
         records.append((seq, record))
         # `changed` marks the run watched before it looks at the records: either it
@@ -174,6 +177,13 @@ class LiveRun:
     def end(self) -> None:
         self.ended = True
         self._wake()
+
+    def halt(self) -> None:
+        """Keep no record from now on: the run stops at the checkpoint record just
+        written, and the attempt that continues it from there gives its next events
+        (`StopAtCheckpoint`; called on the run's thread). The streams are woken."""
+        self.halted = True
+        self._loop.call_soon_threadsafe(self._wake)
 
     def _wake(self) -> None:
         self._waking = False

@@ -138,6 +138,10 @@ class Remote(Generic[T]):
 
         self._loop.call_soon_threadsafe(stop)
 
+    def done(self) -> bool:
+        """Whether its task has ended (as seen on the service's loop)."""
+        return self._done.done()
+
     async def result(self) -> T:
         """What the coroutine returned or raised, once its task has ended (shielded: a
         cancelled caller leaves the task alone, see `cancel`)."""

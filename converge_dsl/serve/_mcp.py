@@ -79,7 +79,7 @@ from ._mcp_runs import (
     wait_argument,
 )
 from ._openapi import inputs_schema, run_schema
-from ._requests import Problem, Refused, refused, run_request
+from ._requests import Problem, Refused, one_header, refused, run_request
 from ._store import FINISHED, RunRow
 from ._streams import event_stream
 
@@ -197,7 +197,12 @@ class McpEndpoint:
         from starlette.requests import Request
 
         headers = Headers(scope=scope)
-        if self.tokens is not None and not self.tokens.allows(headers.get("authorization")):
+        try:
+            authorization = one_header(headers, "Authorization", codes.SERVE_BAD_PARAMETER)
+        except Refused as error:
+            await problems_response(error, self.service.redact)(scope, receive, send)
+            return
+        if self.tokens is not None and not self.tokens.allows(authorization):
             response = problems_response(Refused(401, (UNAUTHORIZED,)), self.service.redact)
             response.headers["WWW-Authenticate"] = "Bearer"
             await response(scope, receive, send)
@@ -207,24 +212,32 @@ class McpEndpoint:
         if refusal is not None:
             await problems_response(refusal, self.service.redact)(scope, receive, send)
             return
-        if scope.get("method") == "GET":
-            # a stateless server never has a message to send on a stream of its own: the
-            # SDK's would stay open and idle, holding one of the server's bounded connections
-            await _no_stream()(scope, receive, send)
+        method = str(scope.get("method"))
+        if method != "POST":
+            # a stateless server never has a message to send on a stream of its own (the
+            # SDK's would stay open and idle, holding one of the server's bounded
+            # connections), nor a session to end: each is refused in the service's words
+            await _not_posted(method)(scope, receive, send)
             return
-        if scope.get("method") == "POST":
-            try:
-                _check_accept(headers.get("accept", ""))
-                raw = await read_body(
-                    Request(scope, receive), self.limits.body_cap, self.limits.body_s, lenient=False
-                )
-                message = parse_json(raw)
-                checked_message(message)
-                _check_protocol_version(headers.get("mcp-protocol-version"), message)
-            except Refused as error:
-                await problems_response(error, self.service.redact)(scope, receive, send)
-                return
-            receive = _replay(raw, receive)
+        try:
+            _check_accept(headers.get("accept", ""))
+            raw = await read_body(
+                Request(scope, receive), self.limits.body_cap, self.limits.body_s, lenient=False
+            )
+            message = parse_json(raw)
+            checked_message(message)
+            _check_protocol_version(headers.get("mcp-protocol-version"), message)
+        except Refused as error:
+            await problems_response(error, self.service.redact)(scope, receive, send)
+            return
+        if "method" not in message:
+            # A response: this stateless server sends no request, so it answers none
+            # (accepted, as the SDK would, without the SDK's error in the log for each).
+            from starlette.responses import Response
+
+            await Response(status_code=202)(scope, receive, send)
+            return
+        receive = _replay(raw, receive)
         await self.sessions.handle_request(scope, receive, send)
 
     def _transport_refusal(self, headers: Headers, port: int | None) -> Refused | None:
@@ -433,13 +446,18 @@ def _check_protocol_version(header: str | None, message: dict[str, Any]) -> None
         )
 
 
-def _no_stream() -> JSONResponse:
-    """405 to a GET of the endpoint (MCP's answer from a server that offers no stream)."""
+def _not_posted(method: str) -> JSONResponse:
+    """405 to a request of the endpoint that is not a POST: to a GET, MCP's answer from a
+    server that offers no stream; to a DELETE, from one that keeps no session."""
     from starlette.responses import JSONResponse
 
+    why = {
+        "GET": "this server sends no messages of its own (it is stateless)",
+        "DELETE": "this server keeps no session to end (it is stateless)",
+    }.get(method, "the endpoint takes POST only")
     problem = Problem(
         codes.SERVE_NOT_FOUND,
-        "GET /mcp: this server sends no messages of its own (it is stateless)",
+        f"{method[:16]} /mcp: {why}",
         "",
         "POST each JSON-RPC message; its answer comes back on that request",
     )

@@ -41,7 +41,8 @@ def _errors(*statuses: int) -> dict[str, Any]:
         409: "The run is not in a state that allows this.",
         408: "The request body did not arrive in time.",
         413: "The request body is over the cap.",
-        415: "The request body is not JSON (or says it is compressed).",
+        415: "The request body is not JSON, says it is compressed, or declares a charset other "
+        "than UTF-8.",
         422: "The request is refused; every problem is located by a JSON pointer.",
         429: "The pipeline's queue is full; retry after Retry-After seconds.",
         503: "The service cannot answer now: its token file cannot be used (CD461) or its "

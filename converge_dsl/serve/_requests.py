@@ -25,6 +25,8 @@ from converge_dsl.diagnostics import SourceSpan
 from converge_dsl.errors import ConvergeError, UsageError
 
 if TYPE_CHECKING:
+    from starlette.datastructures import Headers
+
     from converge_dsl.batch import Pipeline
     from converge_dsl.engine import Budget
 
@@ -83,6 +85,23 @@ def refused(
     status: int, code: str, message: str, where: str = "", hint: str | None = None
 ) -> Refused:
     return Refused(status, (Problem(code, message, where, hint),))
+
+
+def one_header(headers: Headers, name: str, code: str) -> str | None:
+    """The value of the header `name` (None without it); 400 (`code`) when the request
+    gives it more than once with different values: which one the client meant (or a proxy
+    added) is not to be guessed, and no other part of the chain may read another. The
+    values are not shown (an `Authorization` holds a token)."""
+    values = headers.getlist(name)
+    if len(set(values)) > 1:
+        raise refused(
+            400,
+            code,
+            f"the request gives the {name} header {len(values)} times, with different values",
+            "",
+            f"send one {name} header",
+        )
+    return values[0] if values else None
 
 
 def failed(error: ConvergeError) -> Refused:
@@ -150,8 +169,10 @@ def run_request(pipeline: Pipeline, body: Any) -> RunRequest:
                     "a run request holds `inputs` and `budget`",
                 )
             )
-    inputs = body.get("inputs") or {}
-    if not isinstance(inputs, dict):
+    inputs = body.get("inputs")
+    if inputs is None:  # none given (`null` says so too, as for `budget`)
+        inputs = {}
+    elif not isinstance(inputs, dict):
         problems.append(
             Problem(codes.SERVE_BAD_BODY, "`inputs` must be a JSON object", pointer(("inputs",)))
         )

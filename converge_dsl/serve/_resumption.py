@@ -1,6 +1,7 @@
 """What a stored run is started with: whether it continues from its checkpoint
 journal, the decisions it applies there, and its budget limits; and the run itself
-on the service's loops (`local_run`).
+on the service's loops (`local_run`), whose journal can stop it at a checkpoint
+(`StopAtCheckpoint`, a stopping service's).
 
 The same for a run on the service's loops and one sent to a worker
 (`--executor process|ray`).
@@ -8,6 +9,7 @@ The same for a run on the service's loops and one sent to a worker
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,7 +34,7 @@ async def local_run(
     pipeline: Pipeline,
     row: RunRow,
     sink: EventSink,
-    journal: SqliteJournal,
+    journal: StopAtCheckpoint,
     *,
     state: Path,
     key: Callable[[], bytes],
@@ -95,3 +97,70 @@ def _paused_in(journal: JournalMedium, env: Mapping[str, str]) -> bool:
 
     checkpoint = CheckpointStore(None, checkpoint_key(env), medium=journal).read()
     return checkpoint.state is not None and bool(checkpoint.state.pending)
+
+
+class StopAtCheckpoint:
+    """A run's `SqliteJournal` that stops keeping the run at the first checkpoint record
+    written once `stopping()` holds: `halt()` is called right after that record was
+    queued (with the events made until then, `alongside` it), and every write after it is
+    dropped. The run is then stopped (cancelled) where it stands; what it did past that
+    record is neither journaled nor, its events kept by the halted `LiveRun`, shown: the
+    attempt that continues it from that record gives it anew, once."""
+
+    def __init__(
+        self, journal: SqliteJournal, stopping: Callable[[], bool], halt: Callable[[], None]
+    ) -> None:
+        self._journal = journal
+        self._stopping = stopping
+        self._halt = halt
+        self.halted = False
+
+    @property
+    def journals(self) -> SqliteJournals:
+        return self._journal.journals
+
+    @property
+    def where(self) -> str:
+        return self._journal.where
+
+    @property
+    def decisions_where(self) -> str:
+        return self._journal.decisions_where
+
+    def read(self) -> bytes:
+        return self._journal.read()
+
+    def reopen(self, end: int) -> None:
+        self._journal.reopen(end)
+
+    def read_decisions(self) -> bytes | None:
+        return self._journal.read_decisions()
+
+    def flush(self) -> None:
+        self._journal.flush()
+
+    def close(self) -> None:
+        self._journal.close()
+
+    def hold(self, option: str) -> contextlib.AbstractContextManager[None]:
+        return self._journal.hold(option)
+
+    def append(self, line: bytes) -> None:
+        if self.halted:
+            return
+        self._journal.append(line)
+        if self._stopping():  # a cycle's record: the run stops here
+            self.halted = True
+            self._halt()
+
+    def replace(self, line: bytes) -> None:
+        if not self.halted:
+            self._journal.replace(line)
+
+    def write_decisions(self, line: bytes) -> None:
+        if not self.halted:
+            self._journal.write_decisions(line)
+
+    def clear_decisions(self) -> None:
+        if not self.halted:
+            self._journal.clear_decisions()

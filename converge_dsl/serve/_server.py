@@ -187,13 +187,14 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _server(config: Any, on_started: Callable[[], object]) -> Any:
+def _server(config: Any, on_started: Callable[[], object], on_exit: Callable[[], object]) -> Any:
     """uvicorn's server, telling `on_started` once it serves (signals handled, service
-    started), and ending `serve` normally after a SIGINT or SIGTERM it shut down
-    gracefully for. uvicorn's own `capture_signals` raises a caught signal again once
-    the server stopped (exit 130 or -15); this one installs the same handler
-    (`handle_exit`: a graceful shutdown, a second SIGINT forces it) and only puts the
-    previous handlers back."""
+    started) and `on_exit` when a signal stops it (before its connections are drained:
+    the runs then stop at their next checkpoint, `RunService.stopping`), and ending
+    `serve` normally after a SIGINT or SIGTERM it shut down gracefully for. uvicorn's own
+    `capture_signals` raises a caught signal again once the server stopped (exit 130 or
+    -15); this one installs the same handler (`handle_exit`: a graceful shutdown, a
+    second SIGINT forces it) and only puts the previous handlers back."""
     import signal
     import threading
 
@@ -204,6 +205,10 @@ def _server(config: Any, on_started: Callable[[], object]) -> Any:
             await super().startup(sockets)
             if not self.should_exit:
                 on_started()
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            on_exit()
+            super().handle_exit(sig, frame)
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
@@ -262,7 +267,7 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
         http=http,  # heads bounded, refusals and the 503 past the limit as JSON (`_heads`)
         h11_max_incomplete_event_size=HEAD_CAP,  # h11's own head bound no lower than `_heads`
     )
-    server = _server(config, lambda: on_ready(url))
+    server = _server(config, lambda: on_ready(url), prepared.service.stopping)
     try:
         server.run(sockets=[sock])
     finally:

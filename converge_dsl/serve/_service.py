@@ -28,7 +28,14 @@ group commit (`RunStore.finish_later`), and the run is answered once it is commi
 - `start` recovers: runs the store says were `running` when the server died are queued again and
   continue from their checkpoint journal (a run killed before its first record starts afresh);
   paused runs stay paused.
-- `stop` cancels the workers, not the runs' status (it continues at the next start).
+- `stop` (and `stopping`, told at SIGTERM) first lets each run on the service's loops
+  reach its next checkpoint record, for at most `STOP_S` from `stopping`: the run stops
+  there, what it did past it neither kept nor shown (`StopAtCheckpoint`), so the attempt
+  that continues it gives no event a client already had. Then it cancels the workers and
+  the runs in flight; a run whose attempt stopped, its events all stored, is queued again
+  (it continues at the next start, which finds no event of it lost: no `recoveries`
+  row), else it stays running (a restart then continues it as after a kill). A stopping
+  service's workers start no run; one added running for a worker is queued again.
 - A worker whose run meets a failing state (`StateError`, CD993) ends that run as failed with the
   error, redacted, and goes on to the next one.
 - `submit` with an idempotency key answers the run first queued with that key and the same request,
@@ -53,7 +60,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from converge_dsl import codes
-from converge_dsl._json_types import JsonObject
 from converge_dsl.clock import Clock, SystemClock, WallClock
 from converge_dsl.errors import ConvergeError
 
@@ -62,13 +68,14 @@ from ._events import EventSink, LiveRun
 from ._executors import lost_too_often, one_run
 from ._idempotency import IdempotencyKey, first_run
 from ._limits import Limits, Retention
-from ._loops import Inbox, RunLoops
+from ._loops import RunLoops
 from ._metrics import Metrics
 from ._requests import RunRequest, queue_full, refused
-from ._results import Adds, Stopped, committed, ended_row, failed, redacted
-from ._resumption import DECIDED_BY, limits_of, local_run, resumption
+from ._results import Adds, Stopped, committed, redacted
+from ._resumption import DECIDED_BY, StopAtCheckpoint, limits_of, local_run, resumption
+from ._run_ends import RunEnds
 from ._state_file import StateFile
-from ._store import FINISHED, RunRow, RunStore, StateError, result_json
+from ._store import FINISHED, RunRow, RunStore, StateError
 
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline, RunWorkers
@@ -77,10 +84,12 @@ if TYPE_CHECKING:
 CANCEL_S = 10.0
 # A run whose worker died this many times fails (CD434) instead of being queued again.
 MAX_STRIKES = 3
+# How long a stopping service waits for its runs to reach their next checkpoint record.
+STOP_S = 10.0
 
 
-class RunService:
-    """See the module docstring."""
+class RunService(RunEnds):
+    """See the module docstring (how a run ends: `RunEnds`)."""
 
     def __init__(
         self,
@@ -123,6 +132,8 @@ class RunService:
         self._handed: dict[str, RunRow] = {}
         self._idle: dict[str, int] = {}  # pipeline -> its workers waiting for a run
         self._cancelling: set[str] = set()
+        self._stopping = False  # `stopping`: runs stop at their next checkpoint record
+        self._stop_by = 0.0  # by when (on the monotonic clock), once stopping
         self._loops: RunLoops | None = None
         from converge_dsl.batch import CheckpointKeys
 
@@ -145,6 +156,7 @@ class RunService:
         """Recover the stored runs (see the module docstring), then start the workers."""
         self._queues = {name: asyncio.Queue() for name in self.pipelines}
         self._handed, self._added = {}, {}  # a service started again: runs are recovered
+        self._stopping = False
         if self.workers is not None:
             await asyncio.to_thread(self.start_workers)
         else:
@@ -174,12 +186,33 @@ class RunService:
             self._ended.pop(run, None)
         return gone
 
+    def stopping(self) -> None:
+        """The server is stopping: each run on the service's loops stops at its next
+        checkpoint record (see the module docstring)."""
+        if not self._stopping:
+            self._stopping = True
+            self._stop_by = self._clock.monotonic() + STOP_S
+
+    @property
+    def is_stopping(self) -> bool:
+        return self._stopping
+
     async def stop(self) -> None:
-        """Cancel the workers and runs in flight; their status stays (see the module)."""
+        """Let the runs reach a checkpoint (at most `STOP_S`), then cancel the workers and
+        runs in flight (see the module docstring)."""
+        self.stopping()
+        while self.workers is None and self._clock.monotonic() < self._stop_by:
+            if all(live.halted or live.ended for live in self._live.values()):
+                break
+            await self._clock.sleep(0.02)
         for task in self._workers:
             task.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
         self._workers = []
+        for run in self._handed:  # added running for a worker that never started it
+            with contextlib.suppress(StateError):  # else recovered as after a kill
+                self.store.requeue(run, self._now())
+        self._handed = {}
         if self._loops is not None:
             await self._loops.close(self._close_pools)
             self._loops = None
@@ -247,6 +280,9 @@ class RunService:
     def get(self, run: str) -> RunRow:
         row = self.store.get(run)
         if row is None:
+            gone = self.state_file.refusal(unknown=run)  # "no such run" may then be false
+            if gone is not None:
+                raise gone
             hint = "a run id is one that POST /v1/pipelines/NAME/runs answered with"
             raise refused(404, codes.SERVE_NOT_FOUND, f"no run {run!r}", "", hint)
         return row
@@ -333,6 +369,8 @@ class RunService:
                 run = await queue.get()
             finally:
                 self._idle[pipeline] -= 1
+            if self._stopping:  # it starts no run: `stop` leaves it queued (or requeues it)
+                await asyncio.Future()  # until `stop` cancels this worker
             row = self._handed.pop(run, None)  # added running for this worker (`submit`)
             try:
                 if row is None:
@@ -366,14 +404,6 @@ class RunService:
         except StateError as error:
             self._state_failed(name, row.id, row, error)
 
-    def _state_failed(self, name: str, run: str, row: RunRow | None, error: StateError) -> None:
-        """The state failed under `run` (CD993): end it as failed with the error, so that
-        its worker goes on to the next run instead of dying. When the state cannot store
-        even that, the run stays as stored (a running one continues at the next start)
-        and its waiters are answered with what the store says."""
-        reason, body = self._failed(self.pipelines[name], error)
-        self._end(run, self._live.get(run), "done", reason, body, row=row, state_failed=True)
-
     async def _run(self, name: str, row: RunRow) -> None:
         run = row.id
         pipeline = self.pipelines[name]
@@ -396,7 +426,11 @@ class RunService:
             pipeline,
             row,
             EventSink(live, flush),
-            self.store.checkpoints.journal(run, alongside=alongside),
+            StopAtCheckpoint(
+                self.store.checkpoints.journal(run, alongside=alongside),
+                lambda: self._stopping,
+                live.halt,
+            ),
             state=self._state,
             key=lambda: self._keys.of(pipeline),  # read on its loop: a failure fails the run
             max_run_s=self._limits.max_run_s,
@@ -412,8 +446,11 @@ class RunService:
                 raise
         except asyncio.CancelledError:
             if run not in self._cancelling:
-                flush()
-                raise  # a shutdown: the run stays running and continues at the next start
+                flush()  # a shutdown: the run continues at the next start
+                if remote.done():  # none of its events is lost: no recovery to note
+                    with contextlib.suppress(StateError):  # else recovered as after a kill
+                        self.store.requeue(run, self._now())
+                raise
             self._cancelling.discard(run)
             self._end(run, live, "cancelled", "cancelled", None, row=row)
             return
@@ -496,105 +533,3 @@ class RunService:
         self._live.pop(run, None)
         if self.store.requeue(run, self._now()):
             self._queues[name].put_nowait(run)
-
-    def _failed(self, pipeline: Pipeline, error: ConvergeError) -> tuple[str, JsonObject]:
-        return failed(error, pipeline.path, self.redact)
-
-    def _end(
-        self,
-        run: str,
-        live: LiveRun | None,
-        status: str,
-        reason: str,
-        body: JsonObject | None,
-        *,
-        row: RunRow | None,
-        state_failed: bool = False,
-    ) -> None:
-        """Store the end of `run` (`RunStore.finish`), then tell its streams and waiters.
-        `state_failed`: the end of a run the state failed under (`_state_failed`), running
-        or not yet started, which a state that fails again leaves as stored."""
-        now = self._now()
-        text = None if body is None else result_json(body)
-        events = [] if live is None else live.unstored()
-        try:
-            stored = self.store.finish(
-                run,
-                status=status,
-                stop_reason=reason,
-                body=body,
-                events=events,
-                now=now,
-                was=("queued", "running") if state_failed else ("running",),
-                text=text,
-            )
-        except StateError:
-            if not state_failed:
-                raise  # its worker ends it as failed (`_execute`)
-            stored = False
-        self._ended_as(
-            run, live, status, reason, body, text=text, row=row if stored else None, at=now
-        )
-
-    async def _end_later(
-        self, run: str, live: LiveRun, status: str, reason: str, body: JsonObject, *, row: RunRow
-    ) -> None:
-        """`_end` a running run in the journals' next group commit (`finish_later`): its
-        waiters are told once that commit is made. A `StateError` is raised as `_end`'s.
-        A cancel that came while that commit was made is too late for an end, not for a
-        pause: the paused run is then cancelled (`RunStore.cancel`)."""
-        now = self._now()
-        text = result_json(body)
-        ending = self.store.finish_later(
-            run,
-            status=status,
-            stop_reason=reason,
-            body=body,
-            events=live.unstored(),
-            now=now,
-            text=text,
-        )
-        stored, cancelled = Inbox.of(asyncio.get_running_loop()).future(ending), False
-        while True:
-            try:
-                written = await asyncio.shield(stored)
-                break
-            except asyncio.CancelledError:
-                if run not in self._cancelling:
-                    raise  # a shutdown: the group commit, or the store's close, writes it
-                self._cancelling.discard(run)
-                cancelled = True
-        if cancelled and written and status == "paused" and self.store.cancel(run, now):
-            self._ended_as(run, live, "cancelled", "cancelled", None, text=None, row=row, at=now)
-            return
-        self._ended_as(
-            run, live, status, reason, body, text=text, row=row if written else None, at=now
-        )
-
-    def _ended_as(
-        self,
-        run: str,
-        live: LiveRun | None,
-        status: str,
-        reason: str,
-        body: JsonObject | None,
-        *,
-        text: str | None,
-        row: RunRow | None,
-        at: float,
-    ) -> None:
-        """Tell the streams and waiters of `run` it ended; `row`: as it was before its end
-        was stored (None when nothing was)."""
-        self.metrics.ended(run, self._clock.monotonic())
-        if live is not None:
-            live.end()
-        self._live.pop(run, None)
-        # What the store now holds, for the waiters (no read of what was just written;
-        # an answer sends the result's text as stored, not encoded again).
-        self._signal(run, row and ended_row(row, status, reason, body, text, at=at))
-
-    def _signal(self, run: str, row: RunRow | None = None) -> None:
-        ended = self._ended.pop(run, None)
-        if ended is not None:
-            ended.row = row
-            ended.set()

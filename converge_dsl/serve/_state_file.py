@@ -6,8 +6,9 @@ take every run, pause and decision into a file no restart reads again.
 `StateFile(path)` records the file's identity (device, inode) when the service
 starts; `problem()` says, from one `stat`, why the file at `path` is no longer
 that one, or None while it is. The run service refuses what writes the state
-(`check`: starting, cancelling and deciding a run, over HTTP or MCP; 503, CD993) and
-`/healthz` answers 503 while there is a problem.
+(`check`: starting, cancelling and deciding a run, over HTTP or MCP; 503, CD993), and a
+lookup of a run id its database does not have (`refusal(unknown=...)`: its 404 may be
+false), and `/healthz` answers 503 while there is a problem.
 """
 
 from __future__ import annotations
@@ -53,15 +54,21 @@ class StateFile:
         if error is not None:
             raise error
 
-    def refusal(self) -> Refused | None:
-        """The 503 (CD993) of a request that would write while there is a problem."""
+    def refusal(self, unknown: str | None = None) -> Refused | None:
+        """The 503 (CD993) of a request that would write while there is a problem; with
+        `unknown`, of a lookup of that run id, which the database the service holds does
+        not have (it may be in the state folder's new one: "no such run" may be false)."""
         problem = self.problem()
         if problem is None:
             return None
+        what = (
+            "what it would store now is lost at its next start"
+            if unknown is None
+            else f"cannot tell whether run {unknown!r} exists (it has no such run)"
+        )
         gone = Problem(
             codes.SERVE_STATE_UNUSABLE,
-            f"the service's state database {problem}: what it would store now is lost at "
-            "its next start",
+            f"the service's state database {problem}: {what}",
             "",
             "restart the server on a state folder it can keep (runs it had stored before "
             "are in the old folder, if it was moved)",

@@ -56,7 +56,8 @@ from converge_dsl._sqlite import open_wal
 from converge_dsl.runtime import execute_all
 
 from ._errors import ServeFailed
-from ._store_sql import INSERT_EVENTS, RECOVERED, SCHEMA, SELECT, Statement, add_statements
+from ._store_events import StoredEvents
+from ._store_sql import RECOVERED, SCHEMA, SELECT, Statement, add_statements
 
 STATE_FILE = "runs.sqlite3"
 # The most runs one retention transaction deletes (SQLite's limit of bound values is
@@ -94,8 +95,9 @@ class RunRow:
     result_json: str | None = field(default=None, compare=False, repr=False)
 
 
-class RunStore:
-    """The SQLite state of one service (see the module docstring); thread-safe."""
+class RunStore(StoredEvents):
+    """The SQLite state of one service (see the module docstring; its events:
+    `StoredEvents`); thread-safe."""
 
     def __init__(self, folder: Path) -> None:
         self.database = folder / STATE_FILE
@@ -497,55 +499,7 @@ class RunStore:
         )
         return self.runs("queued")
 
-    # --- events and results ---------------------------------------------------------------
-
-    @staticmethod
-    def event_statements(run: str, events: Sequence[tuple[int, str]]) -> list[Statement]:
-        """The statement storing `events` of `run`, consecutive records handed over together,
-        as one row (none for no events; to commit with a checkpoint record)."""
-        if not events:
-            return []
-        first = events[0][0]
-        assert events[-1][0] == first + len(events) - 1, "the records of a row are consecutive"
-        lines = "\n".join(record for _, record in events)
-        return [(INSERT_EVENTS, (run, first, lines))]
-
-    def add_events(self, run: str, events: Sequence[tuple[int, str]]) -> None:
-        if events:
-            self._write(self.event_statements(run, events))
-
-    def events(self, run: str, after: int = -1) -> Iterator[tuple[int, str]]:
-        """The stored events of `run` numbered above `after`, in order, as trace lines."""
-        from ._events import render
-
-        # from the row holding the event `after` (its first number is the largest not
-        # above it), or the first row
-        rows = self._read(
-            "SELECT seq, line FROM events WHERE run = ?1 AND seq >= COALESCE("
-            "(SELECT MAX(seq) FROM events WHERE run = ?1 AND seq <= ?2), 0) ORDER BY seq",
-            (run, after),
-        )
-        for first, lines in rows:
-            for offset, record in enumerate(str(lines).split("\n")):
-                seq = int(first) + offset
-                if seq > after:
-                    yield seq, render(seq, record)
-
-    def next_event(self, run: str) -> int:
-        """The number the next event of `run` takes (a resumed run goes on numbering)."""
-        rows = self._read(
-            "SELECT seq, line FROM events WHERE run = ? ORDER BY seq DESC LIMIT 1", (run,)
-        )
-        if not rows:
-            return 0
-        first, lines = rows[0]
-        return int(first) + str(lines).count("\n") + 1
-
-    def first_unstored(self, run: str) -> int | None:
-        """The number past the events `run` had stored when a restart first continued it
-        (`recover`); None if none has."""
-        rows = self._read("SELECT first_unstored FROM recoveries WHERE run = ?", (run,))
-        return int(rows[0][0]) if rows else None
+    # --- results -----------------------------------------------------------------------
 
     def results(self, run: str) -> list[JsonObject]:
         """Every result recorded for `run` (one for a run that ended; more would be a fault)."""

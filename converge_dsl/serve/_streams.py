@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from converge_dsl import codes
 
-from ._requests import refused
+from ._requests import one_header, refused
 from ._store import FINISHED
 
 if TYPE_CHECKING:
@@ -40,11 +40,12 @@ def last_event(request: Request, service: RunService, run: str) -> int:
 
 def _header(request: Request) -> int:
     """The number of the last event the client has (`Last-Event-ID`), -1 without one; 400
-    (CD309) when it is not an event's number."""
-    header = request.headers.get("last-event-id")
-    if header is None or not header.strip():
+    (CD309) when it is not an event's number (ASCII digits, HTTP's blanks around them) or
+    is given twice, differently."""
+    header = one_header(request.headers, "Last-Event-ID", codes.SERVE_BAD_PARAMETER)
+    if header is None or not header.strip(" \t"):
         return -1
-    if _EVENT_ID.fullmatch(header.strip()) is None:
+    if _EVENT_ID.fullmatch(header.strip(" \t")) is None:
         raise refused(
             400,
             codes.SERVE_BAD_PARAMETER,
@@ -52,7 +53,7 @@ def _header(request: Request) -> int:
             "",
             "send the `id:` of the last event received, or no Last-Event-ID to start over",
         )
-    return int(header)
+    return int(header.strip(" \t"))
 
 
 def _check_given(service: RunService, run: str, last: int) -> int:
@@ -87,8 +88,10 @@ def _check_given(service: RunService, run: str, last: int) -> int:
 async def event_stream(service: RunService, run: str, last: int) -> AsyncIterator[str]:
     """The run's events after `last`: stored ones, then live ones as they come; then `end`.
 
-    The stream ends when the run stops or pauses; until then a comment every
-    `KEEPALIVE_S` keeps idle connections open (a client that goes away ends it).
+    The stream ends when the run stops or pauses, and without `end` when the server
+    stops (a running run once it stopped at its checkpoint: `LiveRun.halt`); until then
+    a comment every `KEEPALIVE_S` keeps idle connections open (a client that goes away
+    ends it).
     """
     waited = 0.0
     while True:
@@ -100,6 +103,8 @@ async def event_stream(service: RunService, run: str, last: int) -> AsyncIterato
             for seq, line in live.after(last):
                 yield f"id: {seq}\ndata: {line}\n\n"
                 last = seq
+            if live.halted:
+                return  # the server stops: the client resumes from `last` on the next
             if not live.ended:
                 await live.changed(last, KEEPALIVE_S)
                 if not live.after(last) and not live.ended:
@@ -116,6 +121,8 @@ async def event_stream(service: RunService, run: str, last: int) -> AsyncIterato
             }
             yield f"event: end\ndata: {json.dumps(end)}\n\n"
             return
+        if service.is_stopping:
+            return  # a queued run does not start on this server any more
         waited += QUEUED_POLL_S  # queued: not started yet
         if waited >= KEEPALIVE_S:
             waited = 0.0

@@ -202,3 +202,42 @@ def test_a_fault_of_the_service_is_a_json_500_its_traceback_logged(
     assert problem["code"] == "CD445"
     assert "secret" not in answer.text
     assert "RuntimeError: secret internals" in caplog.text  # the operator's log has it
+
+
+def test_a_charset_other_than_utf8_is_415_on_every_route_with_a_body(tmp_path: Path) -> None:
+    """A body declared in another charset would be read as UTF-8 all the same: refused,
+    the charset named, on the runs, the decisions and the MCP endpoint; UTF-8 declared
+    (in any case, quoted or not) is read."""
+    from converge_dsl.serve._app import HttpLimits
+
+    with (
+        in_process(tmp_path / "state", HttpLimits(), mcp=True) as url,
+        httpx.Client(base_url=url, timeout=30) as http,
+    ):
+        run = http.post(RUNS, json={"inputs": {"text": "a"}}).json()["id"]
+        for route in (RUNS, f"/v1/runs/{run}/decisions", "/mcp"):
+            for given in (
+                "application/json; charset=latin-1",
+                'application/json; charset="ISO-8859-1"',
+                "application/json;CHARSET=utf-16",
+            ):
+                answer = http.post(
+                    route,
+                    content='{"inputs": {"text": "é"}}'.encode("latin-1"),
+                    headers={
+                        "Content-Type": given,
+                        "Accept": "application/json, text/event-stream",
+                    },
+                )
+                error = answer.json()["errors"][0]
+                assert (answer.status_code, error["code"]) == (415, "CD307"), (route, given)
+                assert given.rsplit("=", 1)[1].strip('"') in error["message"]
+                assert "UTF-8" in error["hint"]
+        for given in ("application/json; charset=UTF-8", 'application/json; charset="utf-8"'):
+            answer = http.post(
+                f"{RUNS}?wait=true",
+                content='{"inputs": {"text": "é"}}'.encode(),
+                headers={"Content-Type": given},
+            )
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["result"]["facts"]["echoes"][0]["content"] == "echo: é"

@@ -581,3 +581,33 @@ def test_a_fault_in_a_tool_call_is_the_services_500_not_the_exceptions_text(
     assert body["status"] == 500
     assert body["errors"][0]["code"] == "CD445"
     assert "RuntimeError: secret internals" in caplog.text
+
+
+def test_a_response_posted_to_the_endpoint_is_accepted_without_an_error_logged(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """A JSON-RPC response (or error) posted to /mcp: this stateless server sends no request,
+    so it awaits none. It was handed to the SDK, which answered 202 but logged an ERROR
+    with a traceback-like line for each (a client could fill the log); now it is accepted
+    (202) by the endpoint, and the log stays empty. Every method but POST is a 405 in the
+    service's words."""
+    server = serve_with_token(tmp_path, servers, [DATA / "echo.yaml"], TOKEN, "--mcp")
+    url = server.ready()
+    headers = {"Accept": "application/json, text/event-stream", **BEARER}
+    with httpx.Client(base_url=url, headers=headers, timeout=BOUND_S) as http:
+        for message in (
+            {"jsonrpc": "2.0", "id": 5, "result": {}},
+            {"jsonrpc": "2.0", "id": "x", "error": {"code": -32600, "message": "no"}},
+        ):
+            answer = http.post("/mcp", json=message)
+            assert (answer.status_code, answer.content) == (202, b"")
+        for method in ("GET", "DELETE", "PUT"):  # DELETE and PUT were the SDK's own JSON-RPC
+            answer = http.request(method, "/mcp", content=b"{}")
+            (problem,) = answer.json()["errors"]
+            assert (answer.status_code, problem["code"]) == (405, "CD990"), method
+            assert answer.headers["allow"] == "POST"
+        listed = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert listed.status_code == 200
+    server.stop()
+    assert server.exit_code() == 0
+    assert "".join(server.stderr).splitlines()[1:] == []  # past "serving ... on URL"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from converge_dsl.batch import load
@@ -16,7 +18,7 @@ from converge_dsl.serve._requests import (
     run_request,
 )
 
-from .conftest import DATA
+from .conftest import DATA, Server, serve_with_token
 
 ECHO = load(DATA / "echo.yaml")
 
@@ -46,6 +48,16 @@ def test_every_problem_is_located() -> None:
         ("CD983", "/budget/max_facts"),
         ("CD983", "/budget/depth"),
     ]
+
+
+def test_inputs_that_are_not_an_object_are_refused_even_when_empty() -> None:
+    """`[]`, `""`, `0` or `false` as `inputs` were read as no inputs (a pipeline without a
+    required one then ran); each is now refused where it stands, as a `budget` is; `null`
+    still says none."""
+    gated = load(DATA / "gated.yaml")
+    for given in ([], "", 0, False, [1]):
+        assert problems(lambda g=given: run_request(gated, {"inputs": g})) == [("CD983", "/inputs")]
+    assert run_request(gated, {"inputs": None}) == RunRequest({}, {})
 
 
 def test_a_budget_may_lower_never_raise() -> None:
@@ -89,3 +101,42 @@ def test_an_error_under_a_request_is_a_500_with_its_own_cd_code_else_cd996() -> 
     assert (model.code, model.message) == ("CD996", "E_RATE_LIMITED: slow down")
     (bare,) = failed(ConvergeError("it broke")).problems
     assert (bare.code, bare.message) == ("CD996", "it broke")
+
+
+def test_a_header_given_twice_differently_is_refused_not_guessed(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """Two `Authorization` headers were read as the first (a good one then a bad one let the
+    request in, the other order not), two `Last-Event-ID` or `Idempotency-Key` headers as the
+    first without a word: each is now 400 when they differ (the token never shown), over
+    HTTP and at the MCP endpoint; the same value twice is read as once."""
+    token = "c0ffee5e7b1d4a9f8e2c6b3a1d0f9e8c"
+    server = serve_with_token(tmp_path, servers, [DATA / "echo.yaml"], token, "--mcp")
+    url = server.ready()
+    good, bad = ("Authorization", f"Bearer {token}"), ("Authorization", "Bearer nope")
+    with httpx.Client(base_url=url, timeout=30) as http:
+        run = http.post(
+            "/v1/pipelines/echo/runs?wait=true", json={"inputs": {"text": "a"}}, headers=[good]
+        ).json()["id"]
+        for pair in ([good, bad], [bad, good]):
+            answer = http.get(f"/v1/runs/{run}", headers=pair)
+            (problem,) = answer.json()["errors"]
+            assert (answer.status_code, problem["code"]) == (400, "CD309")
+            assert "Authorization header 2 times" in problem["message"]
+            assert token not in answer.text
+        assert http.get(f"/v1/runs/{run}", headers=[good, good]).status_code == 200
+        last = [good, ("Last-Event-ID", "1"), ("Last-Event-ID", "2")]
+        answer = http.get(f"/v1/runs/{run}/events", headers=last)
+        assert (answer.status_code, answer.json()["errors"][0]["code"]) == (400, "CD309")
+        answer = http.get(
+            f"/v1/runs/{run}/events", headers={**dict([good]), "Last-Event-ID": b"1\xa0"}
+        )
+        assert answer.status_code == 400  # a blank of HTTP's is a space or a tab only
+        keys = [good, ("Idempotency-Key", "a"), ("Idempotency-Key", "b")]
+        answer = http.post("/v1/pipelines/echo/runs", json={"inputs": {"text": "a"}}, headers=keys)
+        assert (answer.status_code, answer.json()["errors"][0]["code"]) == (400, "CD998")
+        mcp = [("Accept", "application/json, text/event-stream"), good]
+        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        answer = http.post("/mcp", json=message, headers=[*mcp, bad])
+        assert (answer.status_code, answer.json()["errors"][0]["code"]) == (400, "CD309")
+        assert http.post("/mcp", json=message, headers=mcp).status_code == 200

@@ -508,10 +508,10 @@ def test_a_decision_on_a_pause_stored_before_the_loop_heard_of_it_waits_for_its_
     new attempt's task out of the running ones (a DELETE then found nothing to cancel)."""
     import asyncio
 
-    from converge_dsl.serve import Limits, _service
+    from converge_dsl.serve import Limits, _run_ends
     from converge_dsl.serve._requests import RunRequest
 
-    heard = _service.Inbox
+    heard = _run_ends.Inbox
 
     class LateInbox:  # the loop hears of each commit 0.3 s after it is stored
         @staticmethod
@@ -529,7 +529,7 @@ def test_a_decision_on_a_pause_stored_before_the_loop_heard_of_it_waits_for_its_
 
             return Late()
 
-    monkeypatch.setattr(_service, "Inbox", LateInbox)
+    monkeypatch.setattr(_run_ends, "Inbox", LateInbox)
     store = RunStore(tmp_path / "state")
     service = _one_worker_service(tmp_path, store, str, Limits(concurrency=2), name="gated")
 

@@ -40,6 +40,36 @@ def test_a_state_folder_deleted_while_serving_refuses_writes(tmp_path: Path) -> 
         assert c.get(f"/v1/runs/{run}").json()["status"] == "done"
 
 
+def test_a_run_the_server_does_not_hold_is_503_while_the_state_is_gone(tmp_path: Path) -> None:
+    """With the state folder deleted, a run id the database the server holds does not have
+    may be in the folder's new one: each lookup of it (the run, its events, its report, a
+    decision, a cancel) is 503 (CD993) naming it, not 404. A run it holds is still
+    answered, an id of the wrong form is still 404, and a malformed decision still 422."""
+    state = tmp_path / "state"
+    body = {"inputs": {"text": "a"}}
+    unknown = "f" * 32
+    with in_process(state, HttpLimits()) as url, httpx.Client(base_url=url, timeout=30) as c:
+        run = c.post("/v1/pipelines/echo/runs?wait=true", json=body).json()["id"]
+        assert c.get(f"/v1/runs/{unknown}").status_code == 404
+        shutil.rmtree(state)
+        for answer in (
+            c.get(f"/v1/runs/{unknown}"),
+            c.get(f"/v1/runs/{unknown}/events"),
+            c.get(f"/v1/runs/{unknown}/report"),
+            c.post(f"/v1/runs/{unknown}/decisions", json={"approve": ["s1"]}),
+            c.delete(f"/v1/runs/{unknown}"),
+        ):
+            assert answer.status_code == 503, answer.text
+            (problem,) = answer.json()["errors"]
+            assert problem["code"] == "CD993"
+            assert f"cannot tell whether run '{unknown}' exists" in problem["message"]
+            assert answer.headers["retry-after"] == "30"
+        assert c.get(f"/v1/runs/{run}").json()["status"] == "done"
+        assert c.get("/v1/runs/not-a-run").status_code == 404
+        answer = c.post(f"/v1/runs/{unknown}/decisions", json={"approve": 3})
+        assert answer.status_code == 422, answer.text
+
+
 def test_a_replaced_state_file_is_a_problem(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite3"
     path.write_text("a")

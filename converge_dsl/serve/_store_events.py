@@ -1,0 +1,74 @@
+"""A run's events as the service's state holds them (`RunStore`'s rows of `events`), and
+where a restart found them (`recoveries`).
+
+Consecutive records handed over together are one row: `seq` the number of the first,
+`line` the records joined by newlines (see `_store`). A resumed run numbers its events
+after the stored ones (`next_event`); a run a restart continued keeps the number past
+the events stored then (`first_unstored`, written by `RunStore.recover`), from which a
+number may have named an event of the lost attempt (`_streams`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ._store_sql import INSERT_EVENTS, Statement
+
+
+class StoredEvents:
+    """The event rows of a `RunStore` (its base: `_read` and `_write` are the store's)."""
+
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def event_statements(run: str, events: Sequence[tuple[int, str]]) -> list[Statement]:
+        """The statement storing `events` of `run`, consecutive records handed over together,
+        as one row (none for no events; to commit with a checkpoint record)."""
+        if not events:
+            return []
+        first = events[0][0]
+        assert events[-1][0] == first + len(events) - 1, "the records of a row are consecutive"
+        lines = "\n".join(record for _, record in events)
+        return [(INSERT_EVENTS, (run, first, lines))]
+
+    def add_events(self, run: str, events: Sequence[tuple[int, str]]) -> None:
+        if events:
+            self._write(self.event_statements(run, events))
+
+    def events(self, run: str, after: int = -1) -> Iterator[tuple[int, str]]:
+        """The stored events of `run` numbered above `after`, in order, as trace lines."""
+        from ._events import render
+
+        # from the row holding the event `after` (its first number is the largest not
+        # above it), or the first row
+        rows = self._read(
+            "SELECT seq, line FROM events WHERE run = ?1 AND seq >= COALESCE("
+            "(SELECT MAX(seq) FROM events WHERE run = ?1 AND seq <= ?2), 0) ORDER BY seq",
+            (run, after),
+        )
+        for first, lines in rows:
+            for offset, record in enumerate(str(lines).split("\n")):
+                seq = int(first) + offset
+                if seq > after:
+                    yield seq, render(seq, record)
+
+    def next_event(self, run: str) -> int:
+        """The number the next event of `run` takes (a resumed run goes on numbering)."""
+        rows = self._read(
+            "SELECT seq, line FROM events WHERE run = ? ORDER BY seq DESC LIMIT 1", (run,)
+        )
+        if not rows:
+            return 0
+        first, lines = rows[0]
+        return int(first) + str(lines).count("\n") + 1
+
+    def first_unstored(self, run: str) -> int | None:
+        """The number past the events `run` had stored when a restart first continued it
+        (`recover`); None if none has."""
+        rows = self._read("SELECT first_unstored FROM recoveries WHERE run = ?", (run,))
+        return int(rows[0][0]) if rows else None
