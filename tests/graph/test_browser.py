@@ -493,3 +493,28 @@ def test_a_name_cut_to_fit_its_node_is_not_cut_inside_a_notation(
             assert "\u27e8" not in head or head.rfind("\u27e8") < head.rfind("\u27e9"), label
             cut.append(label)
     assert cut  # some were cut to fit
+
+
+def test_stacked_marks_on_a_source_line_stay_off_the_line_above(
+    browser: Any, pages: dict[str, Path], artifacts: Path
+) -> None:
+    # A source line's clip reached half a line above it: forty marks stacked on one letter
+    # drew over the lower half of the line above. The clip reaches into the leading between
+    # the two lines only, where a Vietnamese capital's two stacked marks draw.
+    from ..runtime.test_report_browser_layout import (
+        STACKED,
+        VIETNAMESE,
+        drawn_unclipped,
+        in_stacking_font,
+        marks_reach_the_line_above,
+    )
+
+    _open(browser, pages["triage"], "#node=suggestor:classify")
+    lines = "#details pre.excerpt .line"
+    assert not marks_reach_the_line_above(browser, lines)
+    browser.find_element("css selector", "#details pre").screenshot(
+        str(artifacts / "graph-stacked-source-line.png")
+    )
+    in_stacking_font(browser, lines)
+    assert drawn_unclipped(browser, lines, "#details", VIETNAMESE)
+    assert not drawn_unclipped(browser, lines, "#details", STACKED)  # still clipped

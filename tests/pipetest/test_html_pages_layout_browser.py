@@ -103,3 +103,38 @@ def test_vietnamese_capitals_are_drawn_whole_in_the_pane(
     assert drawn_unclipped(browser, ".pane h3", "#detail-pane", VIETNAMESE)
     browser.find_element("id", "detail-pane").screenshot(str(artifacts / "eval-viet-pane.png"))
     assert not drawn_unclipped(browser, ".pane h3", "#detail-pane", STACKED)  # still clipped
+
+
+def test_stacked_marks_on_a_diagnostic_line_stay_off_the_line_above(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # Each line of a failed case's diagnostic was clipped half a line above it: forty marks
+    # stacked on one letter drew over the lower half of the line above. The clip reaches
+    # into the leading between the two lines only, where a Vietnamese capital's two stacked
+    # marks draw.
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from ..runtime.test_report_browser_layout import (
+        STACKED,
+        VIETNAMESE,
+        drawn_unclipped,
+        in_stacking_font,
+        marks_reach_the_line_above,
+    )
+
+    document = _document(2)
+    diagnostic = {"code": "CD911", "message": "E", "file": "t.yaml", "line": 2, "column": 5}
+    document["cases"][0].update(stop_reason="error", diagnostic={**diagnostic, "hint": "h"})
+    page = tmp_path / "eval.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    browser.get("about:blank")
+    browser.get(page.as_uri())
+    WebDriverWait(browser, 20).until(
+        lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+    )
+    lines = "#errors pre.diag span"
+    assert not marks_reach_the_line_above(browser, lines)
+    browser.find_element("id", "errors").screenshot(str(artifacts / "eval-stacked-diagnostic.png"))
+    in_stacking_font(browser, lines)
+    assert drawn_unclipped(browser, lines, "#errors", VIETNAMESE)
+    assert not drawn_unclipped(browser, lines, "#errors", STACKED)  # still clipped
