@@ -518,3 +518,30 @@ def test_stacked_marks_on_a_source_line_stay_off_the_line_above(
     in_stacking_font(browser, lines)
     assert drawn_unclipped(browser, lines, "#details", VIETNAMESE)
     assert not drawn_unclipped(browser, lines, "#details", STACKED)  # still clipped
+
+
+def test_a_long_name_and_field_end_on_whole_lines(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # The heading of a 10,000-character name held 5.67 of its lines, the field listing a
+    # key of 10,000 characters 11.2: the box ended in the middle of a line of text.
+    source = tmp_path / "long.yaml"
+    name, key = "s" + "u" * 9999, "k" + "e" * 9999
+    text = _PLAIN.replace("name: delta,", f"name: {name},").replace("alpha", key)
+    source.write_text(text, encoding="utf-8")
+    _open(browser, _page(tmp_path, str(source), "long.html"), f"#node=suggestor:{name}")
+    browser.find_element("id", "details").screenshot(str(artifacts / "graph-long-heading.png"))
+    found = browser.execute_script(
+        "return Array.prototype.map.call(document.querySelectorAll('#details h3, #details dd'),"
+        " function (e) { var style = getComputedStyle(e), range = document.createRange();"
+        " range.selectNodeContents(e); var rects = range.getClientRects();"
+        " var padding = parseFloat(style.paddingTop) + parseFloat(style.paddingBottom);"
+        " var line = rects.length > 1 ? rects[1].top - rects[0].top : 1;"
+        " var height = e.getBoundingClientRect().height;"
+        " return [e.scrollHeight > e.clientHeight, (height - padding) / line];"
+        " });"
+    )
+    lines = [shown for scrolled, shown in found if scrolled]
+    assert len(lines) == 2  # the name and the key it reads
+    for shown in lines:
+        assert shown == pytest.approx(round(shown), abs=0.02)
