@@ -78,7 +78,7 @@ def test_the_sections_render_without_console_errors(
 ) -> None:
     _open(browser, example_page)
     assert _errors(browser) == []
-    assert browser.find_element("id", "title").text == "Run report: agent-review.yaml"
+    assert browser.find_element("id", "title").text == "Run report: agent-review"
     assert _count(browser, "facts") == "6"
     assert _count(browser, "calls") == "7"
     assert int(_count(browser, "agents")) > 10
@@ -575,3 +575,33 @@ def test_the_pages_shown_name_rewrites_what_page_name_does(
     ]
     assert in_js == in_python
     assert browser.execute_script("return shownName('a\\u202eb');") == page_name("a\u202eb")
+
+
+def test_the_title_names_the_pipeline_the_run_s_facts_name(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # The title was the last part of the first suggestor's file (`pipe.yaml` for
+    # `a/b/pipe.yaml`), whatever the run, and a hidden character in it showed raw. It is
+    # the pipeline's name, as the graph page's title and the CLI's `suggestor@pipeline`
+    # name it, shown as names are (`page_name`).
+    from converge_dsl.runtime import render_report
+
+    trace = tmp_path / "t.jsonl"
+    pipeline = str(ROOT / "pipelines" / "support-triage.yaml")
+    assert run(["run", pipeline, "--trace", str(trace)], io.StringIO(), io.StringIO()) == 0
+    name = "team/tri\u200bage"
+    events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    for event in events:
+        if isinstance(event.get("span"), dict):
+            event["span"]["file"] = "moved/elsewhere/pipe.yaml"
+        if isinstance(event.get("source"), str):
+            event["source"] = event["source"].replace("@support-triage", "@" + name)
+    trace.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    page = tmp_path / "edited.html"
+    page.write_text(render_report(trace), encoding="utf-8")
+    _open(browser, page)
+    shown = "team/tri\u27e8U+200B\u27e9age"
+    assert browser.find_element("id", "title").text == "Run report: " + shown
+    assert browser.title == "converge-dsl report: " + shown
+    browser.find_element("tag name", "header").screenshot(str(artifacts / "report-title.png"))
+    assert _errors(browser) == []
