@@ -577,6 +577,18 @@ def test_the_pages_shown_name_rewrites_what_page_name_does(
     assert browser.execute_script("return shownName('a\\u202eb');") == page_name("a\u202eb")
 
 
+def test_the_pages_shown_name_keeps_a_joiner_between_emoji_as_page_name_does(
+    browser: Any, two_ids_page: Path
+) -> None:
+    # One rule, on both sides: a family showed as three faces and two ⟨U+200D⟩.
+    from ..test_page_assets import ZWJ_CASES
+
+    _open(browser, two_ids_page)
+    texts = [text for text, _ in ZWJ_CASES]
+    shown = browser.execute_script("return arguments[0].map(shownName);", texts)
+    assert shown == [shown for _, shown in ZWJ_CASES]
+
+
 def test_the_title_names_the_pipeline_the_run_s_facts_name(
     browser: Any, tmp_path: Path, artifacts: Path
 ) -> None:
