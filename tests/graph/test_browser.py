@@ -545,3 +545,24 @@ def test_a_long_name_and_field_end_on_whole_lines(
     assert len(lines) == 2  # the name and the key it reads
     for shown in lines:
         assert shown == pytest.approx(round(shown), abs=0.02)
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_a_long_pipeline_name_wraps_in_the_heading(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int
+) -> None:
+    # A pipeline's name of 200 letters ran out of the heading on one line: the page
+    # scrolled sideways, 2,868 pixels wide.
+    source = tmp_path / "named.yaml"
+    source.write_text(_PLAIN.replace("name: hidden", "name: p" + "n" * 200), encoding="utf-8")
+    size = browser.get_window_size()
+    browser.set_window_size(width, 844)
+    try:
+        _open(browser, _page(tmp_path, str(source), "named.html"))
+        browser.save_screenshot(str(artifacts / f"graph-long-title-{width}.png"))
+        wide, view = browser.execute_script(
+            "return [document.documentElement.scrollWidth, document.documentElement.clientWidth];"
+        )
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+    assert wide == view
