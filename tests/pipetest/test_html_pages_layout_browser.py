@@ -138,3 +138,86 @@ def test_stacked_marks_on_a_diagnostic_line_stay_off_the_line_above(
     in_stacking_font(browser, lines)
     assert drawn_unclipped(browser, lines, "#errors", VIETNAMESE)
     assert not drawn_unclipped(browser, lines, "#errors", STACKED)  # still clipped
+
+
+def _hostile() -> dict[str, Any]:
+    """An evaluation with long words everywhere: a path of 300 letters, a metric's name of
+    100, a failed case's name of 10,000."""
+    metric = "metric-" + "m" * 100
+    document = _document(3)
+    document["evaluation"] = "evals/" + "e" * 300 + ".eval.yaml"
+    document["metrics"].append({"name": metric, "kind": "exact", "mean": 0.5, "passed": False})
+    diagnostic = {"code": "CD911", "message": "E", "file": "t.yaml", "line": 2, "column": 5}
+    for case in document["cases"]:
+        case["scores"][metric] = 0.5
+    document["cases"][0].update(name="n" * 10_000, stop_reason="error", diagnostic=diagnostic)
+    return document
+
+
+@pytest.mark.parametrize(("width", "height"), [(390, 844), (1280, 800)])
+def test_long_words_keep_the_evaluation_page_in_its_window(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int, height: int
+) -> None:
+    # A metric's name of 100 letters among a case's worst stretched the table and the page
+    # sideways (1,452 pixels at 1,280); a failed case's name of 10,000 characters stood
+    # 7,000 pixels tall in the errors; a title of 300 letters, ten lines, made the sticky
+    # header 377 of a phone's 844 pixels.
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = tmp_path / "eval.html"
+    page.write_text(render_eval_html(_hostile()), encoding="utf-8")
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500}
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        browser.get("about:blank")
+        browser.get(page.as_uri())
+        WebDriverWait(browser, 20).until(
+            lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+        )
+        browser.save_screenshot(str(artifacts / f"eval-long-words-{width}.png"))
+        found = browser.execute_script(
+            "var page = document.documentElement;"
+            "var name = document.querySelector('.error-case .name');"
+            "var line = parseFloat(getComputedStyle(name).lineHeight);"
+            "return {wide: page.scrollWidth - page.clientWidth,"
+            " name: name.getBoundingClientRect().height / line,"
+            " header: document.querySelector('header').getBoundingClientRect().height};"
+        )
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    assert found["wide"] == 0
+    assert found["name"] == pytest.approx(1, abs=0.05)  # one line, cut with an ellipsis
+    assert found["header"] <= 0.25 * height, found
+
+
+def test_a_long_value_on_a_side_of_the_diff_shows_a_few_lines_on_a_phone(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # A fact's content of 10,000 characters stood 56,000 pixels tall, and the first
+    # column (230 pixels) left A and B 40 pixels each at 390: three letters a line.
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from converge_dsl.pipetest import render_diff_html
+
+    field = {"what": "content", "a": "x" * 10_000, "b": None}
+    fact = {"key": "k", "id": "i", "change": "removed", "fields": [field]}
+    document = {"same": False, "facts": [fact], "stop_reason": None, "usage": []}
+    page = tmp_path / "diff.html"
+    page.write_text(render_diff_html(document, "run", "a.json", "b.json"), encoding="utf-8")
+    metrics = {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        browser.get("about:blank")
+        browser.get(page.as_uri())
+        WebDriverWait(browser, 20).until(
+            lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+        )
+        browser.save_screenshot(str(artifacts / "diff-long-value-390.png"))
+        height, width = browser.execute_script(
+            "var cell = document.querySelector('.side td.a');"
+            "return [cell.getBoundingClientRect().height, cell.getBoundingClientRect().width];"
+        )
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    assert height < 300
+    assert width > 100
