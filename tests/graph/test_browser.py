@@ -552,7 +552,7 @@ def test_a_long_pipeline_name_wraps_in_the_heading(
     browser: Any, tmp_path: Path, artifacts: Path, width: int
 ) -> None:
     # A pipeline's name of 200 letters ran out of the heading on one line: the page
-    # scrolled sideways, 2,868 pixels wide.
+    # scrolled sideways, 2,868 pixels wide; wrapped, it took nine lines at 390 pixels.
     source = tmp_path / "named.yaml"
     source.write_text(_PLAIN.replace("name: hidden", "name: p" + "n" * 200), encoding="utf-8")
     size = browser.get_window_size()
@@ -560,12 +560,17 @@ def test_a_long_pipeline_name_wraps_in_the_heading(
     try:
         _open(browser, _page(tmp_path, str(source), "named.html"))
         browser.save_screenshot(str(artifacts / f"graph-long-title-{width}.png"))
-        wide, view = browser.execute_script(
-            "return [document.documentElement.scrollWidth, document.documentElement.clientWidth];"
+        wide, view, title = browser.execute_script(
+            "return [document.documentElement.scrollWidth, document.documentElement.clientWidth,"
+            " document.querySelector('h1').getBoundingClientRect().height];"
         )
     finally:
         browser.set_window_size(size["width"], size["height"])
     assert wide == view
+    assert title <= 100  # three lines of it, the rest scrolled to (nine took 250 pixels)
+    from ..runtime.test_report_browser_layout import VIETNAMESE, drawn_unclipped
+
+    assert drawn_unclipped(browser, "h1", "header", VIETNAMESE)  # its marks whole
 
 
 def test_a_graph_of_500_nodes_opens_readable_at_its_start(
