@@ -617,3 +617,36 @@ def test_the_title_names_the_pipeline_the_run_s_facts_name(
     assert browser.title == "converge-dsl report: " + shown
     browser.find_element("tag name", "header").screenshot(str(artifacts / "report-title.png"))
     assert _errors(browser) == []
+
+
+def test_a_long_title_leaves_the_figures_room_beside_it(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # A pipeline's name of 200 letters took the header's width: the figures beside it were
+    # squeezed into a column under the search box, which hid two of them.
+    from converge_dsl.runtime import render_report
+
+    trace = tmp_path / "t.jsonl"
+    pipeline = str(ROOT / "pipelines" / "support-triage.yaml")
+    assert run(["run", pipeline, "--trace", str(trace)], io.StringIO(), io.StringIO()) == 0
+    text = trace.read_text(encoding="utf-8").replace("@support-triage", "@p" + "n" * 200)
+    trace.write_text(text, encoding="utf-8")
+    page = tmp_path / "long-title.html"
+    page.write_text(render_report(trace), encoding="utf-8")
+    size = browser.get_window_size()
+    browser.set_window_size(1280, 800)
+    try:
+        _open(browser, page)
+        browser.find_element("tag name", "header").screenshot(
+            str(artifacts / "report-long-title-header.png")
+        )
+        hidden = browser.execute_script(
+            "var search = document.getElementById('search').getBoundingClientRect();"
+            "return Array.prototype.filter.call(document.querySelectorAll('#stats .stat'),"
+            " function (s) { var r = s.getBoundingClientRect();"
+            "  return r.right > search.left && r.left < search.right"
+            "   && r.bottom > search.top && r.top < search.bottom; }).length;"
+        )
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+    assert hidden == 0
