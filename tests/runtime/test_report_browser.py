@@ -589,6 +589,26 @@ def test_the_pages_shown_name_keeps_a_joiner_between_emoji_as_page_name_does(
     assert shown == [shown for _, shown in ZWJ_CASES]
 
 
+def _edited_report(folder: Path, name: str, file: str | None = None) -> Path:
+    """The report of a run of the shipped support-triage pipeline whose trace was edited:
+    the pipeline its facts name renamed `name`, each span's file `file` when given."""
+    from converge_dsl.runtime import render_report
+
+    trace = folder / "t.jsonl"
+    pipeline = str(ROOT / "pipelines" / "support-triage.yaml")
+    assert run(["run", pipeline, "--trace", str(trace)], io.StringIO(), io.StringIO()) == 0
+    events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    for event in events:
+        if file is not None and isinstance(event.get("span"), dict):
+            event["span"]["file"] = file
+        if isinstance(event.get("source"), str):
+            event["source"] = event["source"].replace("@support-triage", "@" + name)
+    trace.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    page = folder / "edited.html"
+    page.write_text(render_report(trace), encoding="utf-8")
+    return page
+
+
 def test_the_title_names_the_pipeline_the_run_s_facts_name(
     browser: Any, tmp_path: Path, artifacts: Path
 ) -> None:
@@ -596,22 +616,7 @@ def test_the_title_names_the_pipeline_the_run_s_facts_name(
     # `a/b/pipe.yaml`), whatever the run, and a hidden character in it showed raw. It is
     # the pipeline's name, as the graph page's title and the CLI's `suggestor@pipeline`
     # name it, shown as names are (`page_name`).
-    from converge_dsl.runtime import render_report
-
-    trace = tmp_path / "t.jsonl"
-    pipeline = str(ROOT / "pipelines" / "support-triage.yaml")
-    assert run(["run", pipeline, "--trace", str(trace)], io.StringIO(), io.StringIO()) == 0
-    name = "team/tri\u200bage"
-    events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
-    for event in events:
-        if isinstance(event.get("span"), dict):
-            event["span"]["file"] = "moved/elsewhere/pipe.yaml"
-        if isinstance(event.get("source"), str):
-            event["source"] = event["source"].replace("@support-triage", "@" + name)
-    trace.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
-    page = tmp_path / "edited.html"
-    page.write_text(render_report(trace), encoding="utf-8")
-    _open(browser, page)
+    _open(browser, _edited_report(tmp_path, "team/tri\u200bage", "moved/elsewhere/pipe.yaml"))
     shown = "team/tri\u27e8U+200B\u27e9age"
     assert browser.find_element("id", "title").text == "Run report: " + shown
     assert browser.title == "converge-dsl report: " + shown
@@ -624,15 +629,7 @@ def test_a_long_title_leaves_the_figures_room_beside_it(
 ) -> None:
     # A pipeline's name of 200 letters took the header's width: the figures beside it were
     # squeezed into a column under the search box, which hid two of them.
-    from converge_dsl.runtime import render_report
-
-    trace = tmp_path / "t.jsonl"
-    pipeline = str(ROOT / "pipelines" / "support-triage.yaml")
-    assert run(["run", pipeline, "--trace", str(trace)], io.StringIO(), io.StringIO()) == 0
-    text = trace.read_text(encoding="utf-8").replace("@support-triage", "@p" + "n" * 200)
-    trace.write_text(text, encoding="utf-8")
-    page = tmp_path / "long-title.html"
-    page.write_text(render_report(trace), encoding="utf-8")
+    page = _edited_report(tmp_path, "p" + "n" * 200)
     size = browser.get_window_size()
     browser.set_window_size(1280, 800)
     try:

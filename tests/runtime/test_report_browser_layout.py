@@ -279,6 +279,16 @@ def marks_reach_the_line_above(browser: Any, css: str) -> bool:
     return letters("a marked") != letters(STACKED)
 
 
+def assert_line_clips_are_bounded(browser: Any, lines: str, around: str) -> None:
+    """Forty marks stacked on a letter of one of the lines at `lines` leave the letters of
+    the line above alone and are still clipped; a Vietnamese capital's two marks are drawn
+    whole (in the box `around`). The lines are drawn in `STACKING_FONT`."""
+    assert not marks_reach_the_line_above(browser, lines)
+    in_stacking_font(browser, lines)
+    assert drawn_unclipped(browser, lines, around, VIETNAMESE)
+    assert not drawn_unclipped(browser, lines, around, STACKED)  # still clipped
+
+
 def test_a_vietnamese_title_is_drawn_whole(browser: Any, long_page: Path, artifacts: Path) -> None:
     # The title's clip (against forty stacked marks) cut the upper mark off a Vietnamese
     # capital with two: "Ẫ" showed as "Â".
