@@ -23,6 +23,7 @@ from converge_dsl._page_assets import (
 def test_the_pages_script_rewrites_the_class_page_name_does() -> None:
     script = page_asset("names.js")
     assert "@NAMED@" not in script
+    assert "@EMOJI@" not in script
     assert f"/{_NAMED_CLASS}/g" in script
 
 
@@ -112,6 +113,37 @@ def test_a_name_is_one_line_and_shows_the_characters_that_show_as_nothing() -> N
     assert page_name("caf\u00e9 \u00e0 z") == "caf\u00e9 \u00e0 z"
     # Messages and contents keep newline and tab (`page_text`).
     assert page_text("a\nb\tc\u200b") == "a\nb\tc\u200b"
+
+
+MAN, WOMAN, GIRL = "\U0001f468", "\U0001f469", "\U0001f467"
+ZWJ, SHOWN_ZWJ = "\u200d", "\u27e8U+200D\u27e9"
+# A zero-width joiner between two emoji is kept (an emoji sequence drawn as one picture),
+# marked anywhere else; the pages' `shownName` is checked against the same cases
+# (tests/runtime/test_report_browser.py).
+ZWJ_CASES = (
+    (f"{MAN}{ZWJ}{WOMAN}{ZWJ}{GIRL}", f"{MAN}{ZWJ}{WOMAN}{ZWJ}{GIRL}"),  # a family
+    ("\U0001f3f3\ufe0f\u200d\U0001f308", "\U0001f3f3\ufe0f\u200d\U0001f308"),  # rainbow flag
+    ("\U0001f9d1\U0001f3fd\u200d\U0001f680", "\U0001f9d1\U0001f3fd\u200d\U0001f680"),  # skin tone
+    ("\u2764\ufe0f\u200d\U0001f525", "\u2764\ufe0f\u200d\U0001f525"),  # from the BMP
+    (f"team {MAN}{ZWJ}{WOMAN} a{ZWJ}b", f"team {MAN}{ZWJ}{WOMAN} a{SHOWN_ZWJ}b"),
+    (f"a{ZWJ}b", f"a{SHOWN_ZWJ}b"),  # between letters
+    (f"{ZWJ}{WOMAN}", f"{SHOWN_ZWJ}{WOMAN}"),  # at the ends
+    (f"{MAN}{ZWJ}", f"{MAN}{SHOWN_ZWJ}"),
+    (ZWJ, SHOWN_ZWJ),
+    (f"{MAN}{ZWJ}a", f"{MAN}{SHOWN_ZWJ}a"),  # an emoji and a letter
+    (f"a{ZWJ}{WOMAN}", f"a{SHOWN_ZWJ}{WOMAN}"),
+    (f"{MAN}{ZWJ}{ZWJ}{WOMAN}", f"{MAN}{SHOWN_ZWJ}{SHOWN_ZWJ}{WOMAN}"),  # two joiners
+    (f"\ufe0f{ZWJ}{WOMAN}", f"\ufe0f{SHOWN_ZWJ}{WOMAN}"),  # a selector joined to nothing
+    (f"{MAN}{ZWJ}\ufe0f{WOMAN}", f"{MAN}{SHOWN_ZWJ}\ufe0f{WOMAN}"),
+    (f"{MAN}\u200b{WOMAN}", f"{MAN}\u27e8U+200B\u27e9{WOMAN}"),  # other hidden ones still shown
+    (f"{MAN}{ZWJ}\u202e{WOMAN}", f"{MAN}{SHOWN_ZWJ}\u27e8U+202E\u27e9{WOMAN}"),
+)
+
+
+def test_a_joiner_between_two_emoji_shows_as_it_is_and_is_marked_elsewhere() -> None:
+    # A family (man, ZWJ, woman, ZWJ, girl) showed as three faces and two ⟨U+200D⟩.
+    for text, shown in ZWJ_CASES:
+        assert page_name(text) == shown, text
 
 
 def test_the_dark_header_is_written_once_in_the_shared_style() -> None:

@@ -18,11 +18,16 @@
     svg.setAttribute("data-scale", view.scale.toFixed(4));
   }
 
-  function fit() {
+  /* the whole drawing in the window; when the page opens, never smaller than READABLE (a
+     chain of 500 nodes fitted whole was a hairline, its names a pixel tall): then its start
+     is in view, the rest panned or zoomed out to */
+  var READABLE = 0.5;
+  function fit(readable) {
     var w = svg.clientWidth || 800, h = svg.clientHeight || 600;
-    view.scale = Math.min(w / width, h / height, 1.6) * 0.94;
-    view.x = (w - width * view.scale) / 2;
-    view.y = (h - height * view.scale) / 2;
+    var whole = Math.min(w / width, h / height, 1.6) * 0.94;
+    view.scale = readable ? Math.max(whole, READABLE) : whole;
+    view.x = width * view.scale <= w ? (w - width * view.scale) / 2 : 12;
+    view.y = height * view.scale <= h ? (h - height * view.scale) / 2 : 56;
     apply();
   }
 
@@ -157,14 +162,14 @@
   });
   document.getElementById("zoom-in").addEventListener("click", function () { zoomCentre(1.25); });
   document.getElementById("zoom-out").addEventListener("click", function () { zoomCentre(0.8); });
-  document.getElementById("fit").addEventListener("click", fit);
+  document.getElementById("fit").addEventListener("click", function () { fit(false); });
   document.addEventListener("keydown", function (event) {
     if (event.target && event.target.tagName === "INPUT") { return; }
     if (event.key === "+" || event.key === "=") { zoomCentre(1.25); }
     else if (event.key === "-") { zoomCentre(0.8); }
-    else if (event.key === "0") { fit(); }
+    else if (event.key === "0") { fit(false); }
   });
-  window.addEventListener("resize", fit);
+  window.addEventListener("resize", function () { fit(true); });
 
   function centre(id) {
     var node = svg.querySelector('.node[data-id="' + CSS.escape(id) + '"]');
@@ -231,7 +236,7 @@
     name.textContent = full.slice(0, notCut(full, lo)) + "\u2026";
   });
 
-  fit();
+  fit(true);
   fromAddress();
   document.body.setAttribute("data-ready", "true");
 })();

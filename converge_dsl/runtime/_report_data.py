@@ -26,6 +26,9 @@ kind's colours, the ones the graph draws it in (`_report_html` adds them).
 the run's own (`run_finished`), else the highest cycle the trace names.
 `meta.suggestor_started` is true when the trace has a `suggestor_started`
 (the timeline of a trace cut before any execution finished says so).
+`meta.pipeline` is the pipeline's name as the run's first fact names it (its
+`source`, `suggestor@pipeline`: the pipeline's `name`, which the graph page's
+title and the CLI show too), else None (the page then names the trace's file).
 """
 
 from __future__ import annotations
@@ -318,6 +321,9 @@ class _Fold:
                 str(event["gate"]),
             ]
         )
+        source, by = event.get("source"), f"{event['suggestor']}@"
+        if "pipeline" not in self.meta and isinstance(source, str) and source.startswith(by):
+            self.meta["pipeline"] = source[len(by) :]
         if event["gate"] == "human":  # a trace older than `proposal_decided` has only this
             row = self._held_row(str(event["key"]), str(event["id"]))
             if row[0] is None:
@@ -436,10 +442,8 @@ def report_data(path: Path) -> dict[str, Any]:
     # One count of cycles for the page: the run's own (`run_finished`), else the last seen.
     fold.meta.setdefault("cycles", fold.last_cycle)
     sources = {name: _excerpt(span, fold.excerpts.get(name)) for name, span in fold.spans.items()}
-    files = [str(span.get("file")) for span in fold.spans.values()]
-    pipeline = Path(files[0]).name if files else None
     return {
-        "meta": {"trace": path.name, "pipeline": pipeline, "events": seen, **fold.meta},
+        "meta": {"trace": path.name, "pipeline": None, "events": seen, **fold.meta},
         "names": names,
         "kinds": [fold.kinds.get(name) for name in names],
         "sources": sources,

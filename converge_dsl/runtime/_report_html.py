@@ -93,7 +93,10 @@ _NAME_COLUMNS = {"facts": (0, 1), "rej": (2, 3), "hitl": (2, 3)}
 def _names_shown(found: dict[str, Any]) -> None:
     """Rewrite the suggestors' names and the facts' keys and ids of the report's data
     `found` as the page shows them (`page_name`: `⟨U+202E⟩`, where the rest of the page
-    writes `\\u202e`), the sources' names too, which the page looks a name up by."""
+    writes `\\u202e`), the sources' names too, which the page looks a name up by, and the
+    pipeline's and the trace's, which the title names."""
+    meta = found["meta"]
+    meta.update((k, page_name(meta[k])) for k in ("pipeline", "trace") if meta[k] is not None)
     found["names"] = [page_name(name) for name in found["names"]]
     found["sources"] = {page_name(name): source for name, source in found["sources"].items()}
     for table, columns in _NAME_COLUMNS.items():

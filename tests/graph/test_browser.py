@@ -427,17 +427,22 @@ def test_a_description_keeps_its_line_breaks(browser: Any, tmp_path: Path) -> No
     assert browser.find_element("css selector", "#details dd").text == "a\nb"
 
 
+def _open_long_names(browser: Any, folder: Path) -> None:
+    """The page of a pipeline whose suggestor's name and the key it reads are 10,000
+    characters long, that suggestor's details shown."""
+    source = folder / "long.yaml"
+    name, key = "s" + "u" * 9999, "k" + "e" * 9999
+    text = _PLAIN.replace("name: delta,", f"name: {name},").replace("alpha", key)
+    source.write_text(text, encoding="utf-8")
+    _open(browser, _page(folder, str(source), "long.html"), f"#node=suggestor:{name}")
+
+
 def test_a_name_of_10000_characters_leaves_its_details_in_view(
     browser: Any, tmp_path: Path, artifacts: Path
 ) -> None:
     # Its heading filled the panel, 400 lines of it, and the details and the source were
     # thousands of pixels under it. The heading and each field show a few lines, scrolled.
-    source = tmp_path / "long.yaml"
-    name, key = "s" + "u" * 9999, "k" + "e" * 9999
-    text = _PLAIN.replace("name: delta,", f"name: {name},").replace("alpha", key)
-    source.write_text(text, encoding="utf-8")
-    page = _page(tmp_path, str(source), "long.html")
-    _open(browser, page, f"#node=suggestor:{name}")
+    _open_long_names(browser, tmp_path)
     assert browser.find_element("css selector", "#details h3").text.startswith("suuu")
     where, bottom = browser.execute_script(
         "return [document.querySelector('#details .where').getBoundingClientRect().bottom,"
@@ -493,3 +498,100 @@ def test_a_name_cut_to_fit_its_node_is_not_cut_inside_a_notation(
             assert "\u27e8" not in head or head.rfind("\u27e8") < head.rfind("\u27e9"), label
             cut.append(label)
     assert cut  # some were cut to fit
+
+
+def test_stacked_marks_on_a_source_line_stay_off_the_line_above(
+    browser: Any, pages: dict[str, Path], artifacts: Path
+) -> None:
+    # A source line's clip reached half a line above it: forty marks stacked on one letter
+    # drew over the lower half of the letters of the line above. The clip reaches a fifth
+    # of a line over it, where a Vietnamese letter's two stacked marks draw.
+    from ..runtime.test_report_browser_layout import assert_line_clips_are_bounded
+
+    _open(browser, pages["triage"], "#node=suggestor:classify")
+    assert_line_clips_are_bounded(browser, "#details pre.excerpt .line", "#details")
+    browser.find_element("css selector", "#details pre").screenshot(
+        str(artifacts / "graph-stacked-source-line.png")
+    )
+
+
+def test_a_long_name_and_field_end_on_whole_lines(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # The heading of a 10,000-character name held 5.67 of its lines, the field listing a
+    # key of 10,000 characters 11.2: the box ended in the middle of a line of text.
+    _open_long_names(browser, tmp_path)
+    browser.find_element("id", "details").screenshot(str(artifacts / "graph-long-heading.png"))
+    found = browser.execute_script(
+        "return Array.prototype.map.call(document.querySelectorAll('#details h3, #details dd'),"
+        " function (e) { var style = getComputedStyle(e), range = document.createRange();"
+        " range.selectNodeContents(e); var rects = range.getClientRects();"
+        " var padding = parseFloat(style.paddingTop) + parseFloat(style.paddingBottom);"
+        " var line = rects.length > 1 ? rects[1].top - rects[0].top : 1;"
+        " var height = e.getBoundingClientRect().height;"
+        " return [e.scrollHeight > e.clientHeight, (height - padding) / line];"
+        " });"
+    )
+    lines = [shown for scrolled, shown in found if scrolled]
+    assert len(lines) == 2  # the name and the key it reads
+    for shown in lines:
+        assert shown == pytest.approx(round(shown), abs=0.02)
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_a_long_pipeline_name_wraps_in_the_heading(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int
+) -> None:
+    # A pipeline's name of 200 letters ran out of the heading on one line: the page
+    # scrolled sideways, 2,868 pixels wide; wrapped, it took nine lines at 390 pixels.
+    source = tmp_path / "named.yaml"
+    source.write_text(_PLAIN.replace("name: hidden", "name: p" + "n" * 200), encoding="utf-8")
+    size = browser.get_window_size()
+    browser.set_window_size(width, 844)
+    try:
+        _open(browser, _page(tmp_path, str(source), "named.html"))
+        browser.save_screenshot(str(artifacts / f"graph-long-title-{width}.png"))
+        wide, view, title = browser.execute_script(
+            "return [document.documentElement.scrollWidth, document.documentElement.clientWidth,"
+            " document.querySelector('h1').getBoundingClientRect().height];"
+        )
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+    assert wide == view
+    assert title <= 100  # three lines of it, the rest scrolled to (nine took 250 pixels)
+    from ..runtime.test_report_browser_layout import VIETNAMESE, drawn_unclipped
+
+    assert drawn_unclipped(browser, "h1", "header", VIETNAMESE)  # its marks whole
+
+
+def test_a_graph_of_500_nodes_opens_readable_at_its_start(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # A chain of 250 keys and 249 rules, fitted whole into the window, was a hairline: its
+    # names a pixel tall. It opens at a readable scale, its first node in view; "fit" still
+    # fits it whole.
+    lines = ["apiVersion: converge-dsl/v1", "kind: Pipeline", "name: chain", "keys:"]
+    lines += [f"  - {{name: k{i}}}" for i in range(250)]
+    lines += ["seeds:", "  - {id: s, key: k0, content: x}", "suggestors:"]
+    lines += [
+        f"  - {{name: r{i}, kind: rule, dependencies: [k{i}],"
+        f" emit: [{{key: k{i + 1}, id: f{i}, content: x}}]}}"
+        for i in range(249)
+    ]
+    source = tmp_path / "chain.yaml"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _open(browser, _page(tmp_path, str(source), "chain.html"))
+    browser.save_screenshot(str(artifacts / "graph-500-nodes.png"))
+    svg = browser.find_element("id", "graph")
+    assert float(svg.get_attribute("data-scale")) >= 0.5
+    first, canvas = browser.execute_script(
+        "var n = document.querySelector('.node[data-id=\"key:k0\"]').getBoundingClientRect();"
+        "var c = document.getElementById('canvas').getBoundingClientRect();"
+        "return [[n.left, n.top, n.right, n.bottom], [c.left, c.top, c.right, c.bottom]];"
+    )
+    assert canvas[0] <= first[0]  # the first node in the drawing's box
+    assert first[2] <= canvas[2]
+    assert canvas[1] <= first[1]
+    assert first[3] <= canvas[3]
+    browser.find_element("id", "fit").click()
+    assert float(svg.get_attribute("data-scale")) < 0.5

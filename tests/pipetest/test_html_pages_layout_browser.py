@@ -6,6 +6,8 @@ selenium is not installed.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,28 @@ import pytest
 from converge_dsl.pipetest import render_eval_html
 
 from ..runtime.test_report_browser_layout import _short_window_header
+
+
+def _open(browser: Any, page: Path) -> None:
+    """Load `page` afresh and wait for its script to have drawn it."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get("about:blank")
+    browser.get(page.as_uri())
+    WebDriverWait(browser, 20).until(
+        lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+    )
+
+
+@contextlib.contextmanager
+def _window(browser: Any, width: int, height: int) -> Iterator[None]:
+    """The page's window `width` x `height` (a phone's under 500 pixels wide) meanwhile."""
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500}
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        yield
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 def _document(cases: int) -> dict[str, Any]:
@@ -52,17 +76,11 @@ def test_a_case_name_of_10000_characters_leaves_its_result_in_view(
     # The pane's heading ran out of the pane on one line (clipped), and a name wrapped
     # would have pushed the case's result thousands of pixels down: a few lines of it
     # show, wrapped anywhere, the rest scrolled to.
-    from selenium.webdriver.support.ui import WebDriverWait
-
     document = _document(3)
     document["cases"][0]["name"] = "n" * 10_000
     page = tmp_path / "eval.html"
     page.write_text(render_eval_html(document), encoding="utf-8")
-    browser.get("about:blank")
-    browser.get(page.as_uri())
-    WebDriverWait(browser, 20).until(
-        lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
-    )
+    _open(browser, page)
     browser.find_element("css selector", "#cases .row").click()
     wide, room, result, bottom = browser.execute_script(
         "var h = document.querySelector('#detail h3');"
@@ -87,19 +105,95 @@ def test_vietnamese_capitals_are_drawn_whole_in_the_pane(
 ) -> None:
     # The clips against forty stacked marks cut the upper mark off a Vietnamese capital
     # with two ("Ẫ" showed as "Â") in the pane's heading, the cards' fields and the cells.
-    from selenium.webdriver.support.ui import WebDriverWait
-
     from ..runtime.test_report_browser_layout import STACKED, VIETNAMESE, drawn_unclipped
 
     page = tmp_path / "eval.html"
     page.write_text(render_eval_html(_document(3)), encoding="utf-8")
-    browser.get("about:blank")
-    browser.get(page.as_uri())
-    WebDriverWait(browser, 20).until(
-        lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
-    )
+    _open(browser, page)
     assert drawn_unclipped(browser, ".card dd", ".card", VIETNAMESE)
     browser.find_element("css selector", "#cases .row").click()
     assert drawn_unclipped(browser, ".pane h3", "#detail-pane", VIETNAMESE)
     browser.find_element("id", "detail-pane").screenshot(str(artifacts / "eval-viet-pane.png"))
     assert not drawn_unclipped(browser, ".pane h3", "#detail-pane", STACKED)  # still clipped
+
+
+def test_stacked_marks_on_a_diagnostic_line_stay_off_the_line_above(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # Each line of a failed case's diagnostic was clipped half a line above it: forty marks
+    # stacked on one letter drew over the lower half of the letters of the line above. The
+    # clip reaches a fifth of a line over it, where a Vietnamese letter's two stacked
+    # marks draw.
+    from ..runtime.test_report_browser_layout import assert_line_clips_are_bounded
+
+    document = _document(2)
+    diagnostic = {"code": "CD911", "message": "E", "file": "t.yaml", "line": 2, "column": 5}
+    document["cases"][0].update(stop_reason="error", diagnostic={**diagnostic, "hint": "h"})
+    page = tmp_path / "eval.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    _open(browser, page)
+    assert_line_clips_are_bounded(browser, "#errors pre.diag span", "#errors")
+    browser.find_element("id", "errors").screenshot(str(artifacts / "eval-stacked-diagnostic.png"))
+
+
+def _hostile() -> dict[str, Any]:
+    """An evaluation with long words everywhere: a path of 300 letters, a metric's name of
+    100, a failed case's name of 10,000."""
+    metric = "metric-" + "m" * 100
+    document = _document(3)
+    document["evaluation"] = "evals/" + "e" * 300 + ".eval.yaml"
+    document["metrics"].append({"name": metric, "kind": "exact", "mean": 0.5, "passed": False})
+    diagnostic = {"code": "CD911", "message": "E", "file": "t.yaml", "line": 2, "column": 5}
+    for case in document["cases"]:
+        case["scores"][metric] = 0.5
+    document["cases"][0].update(name="n" * 10_000, stop_reason="error", diagnostic=diagnostic)
+    return document
+
+
+@pytest.mark.parametrize(("width", "height"), [(390, 844), (1280, 800)])
+def test_long_words_keep_the_evaluation_page_in_its_window(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int, height: int
+) -> None:
+    # A metric's name of 100 letters among a case's worst stretched the table and the page
+    # sideways (1,452 pixels at 1,280); a failed case's name of 10,000 characters stood
+    # 7,000 pixels tall in the errors; a title of 300 letters, ten lines, made the sticky
+    # header 377 of a phone's 844 pixels.
+    page = tmp_path / "eval.html"
+    page.write_text(render_eval_html(_hostile()), encoding="utf-8")
+    with _window(browser, width, height):
+        _open(browser, page)
+        browser.save_screenshot(str(artifacts / f"eval-long-words-{width}.png"))
+        found = browser.execute_script(
+            "var page = document.documentElement;"
+            "var name = document.querySelector('.error-case .name');"
+            "var line = parseFloat(getComputedStyle(name).lineHeight);"
+            "return {wide: page.scrollWidth - page.clientWidth,"
+            " name: name.getBoundingClientRect().height / line,"
+            " header: document.querySelector('header').getBoundingClientRect().height};"
+        )
+    assert found["wide"] == 0
+    assert found["name"] == pytest.approx(1, abs=0.05)  # one line, cut with an ellipsis
+    assert found["header"] <= 0.25 * height, found
+
+
+def test_a_long_value_on_a_side_of_the_diff_shows_a_few_lines_on_a_phone(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # A fact's content of 10,000 characters stood 56,000 pixels tall, and the first
+    # column (230 pixels) left A and B 40 pixels each at 390: three letters a line.
+    from converge_dsl.pipetest import render_diff_html
+
+    field = {"what": "content", "a": "x" * 10_000, "b": None}
+    fact = {"key": "k", "id": "i", "change": "removed", "fields": [field]}
+    document = {"same": False, "facts": [fact], "stop_reason": None, "usage": []}
+    page = tmp_path / "diff.html"
+    page.write_text(render_diff_html(document, "run", "a.json", "b.json"), encoding="utf-8")
+    with _window(browser, 390, 844):
+        _open(browser, page)
+        browser.save_screenshot(str(artifacts / "diff-long-value-390.png"))
+        height, width = browser.execute_script(
+            "var cell = document.querySelector('.side td.a');"
+            "return [cell.getBoundingClientRect().height, cell.getBoundingClientRect().width];"
+        )
+    assert height < 300
+    assert width > 100

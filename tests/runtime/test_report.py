@@ -36,7 +36,7 @@ def test_the_data_of_an_agent_run(agent_trace: Path) -> None:
     meta = data["meta"]
     assert (meta["stop_reason"], meta["pipeline"], meta["budget"]["max_cycles"]) == (
         "converged",
-        "agent-review.yaml",
+        "agent-review",
         100,
     )
     assert data["names"][:1] == ["seeds"]
@@ -174,7 +174,7 @@ def test_run_report_writes_a_page_without_a_trace_option(
     assert code == 0
     assert f"report written to {page}" in err
     text = page.read_text(encoding="utf-8")
-    assert '"pipeline":"support-triage.yaml"' in text
+    assert '"pipeline":"support-triage"' in text
 
 
 def _bad(tmp_path: Path, text: str | bytes) -> str:

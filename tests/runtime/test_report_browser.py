@@ -78,7 +78,7 @@ def test_the_sections_render_without_console_errors(
 ) -> None:
     _open(browser, example_page)
     assert _errors(browser) == []
-    assert browser.find_element("id", "title").text == "Run report: agent-review.yaml"
+    assert browser.find_element("id", "title").text == "Run report: agent-review"
     assert _count(browser, "facts") == "6"
     assert _count(browser, "calls") == "7"
     assert int(_count(browser, "agents")) > 10
@@ -575,3 +575,75 @@ def test_the_pages_shown_name_rewrites_what_page_name_does(
     ]
     assert in_js == in_python
     assert browser.execute_script("return shownName('a\\u202eb');") == page_name("a\u202eb")
+
+
+def test_the_pages_shown_name_keeps_a_joiner_between_emoji_as_page_name_does(
+    browser: Any, two_ids_page: Path
+) -> None:
+    # One rule, on both sides: a family showed as three faces and two ⟨U+200D⟩.
+    from ..test_page_assets import ZWJ_CASES
+
+    _open(browser, two_ids_page)
+    texts = [text for text, _ in ZWJ_CASES]
+    shown = browser.execute_script("return arguments[0].map(shownName);", texts)
+    assert shown == [shown for _, shown in ZWJ_CASES]
+
+
+def _edited_report(folder: Path, name: str, file: str | None = None) -> Path:
+    """The report of a run of the shipped support-triage pipeline whose trace was edited:
+    the pipeline its facts name renamed `name`, each span's file `file` when given."""
+    from converge_dsl.runtime import render_report
+
+    trace = folder / "t.jsonl"
+    pipeline = str(ROOT / "pipelines" / "support-triage.yaml")
+    assert run(["run", pipeline, "--trace", str(trace)], io.StringIO(), io.StringIO()) == 0
+    events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    for event in events:
+        if file is not None and isinstance(event.get("span"), dict):
+            event["span"]["file"] = file
+        if isinstance(event.get("source"), str):
+            event["source"] = event["source"].replace("@support-triage", "@" + name)
+    trace.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    page = folder / "edited.html"
+    page.write_text(render_report(trace), encoding="utf-8")
+    return page
+
+
+def test_the_title_names_the_pipeline_the_run_s_facts_name(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # The title was the last part of the first suggestor's file (`pipe.yaml` for
+    # `a/b/pipe.yaml`), whatever the run, and a hidden character in it showed raw. It is
+    # the pipeline's name, as the graph page's title and the CLI's `suggestor@pipeline`
+    # name it, shown as names are (`page_name`).
+    _open(browser, _edited_report(tmp_path, "team/tri\u200bage", "moved/elsewhere/pipe.yaml"))
+    shown = "team/tri\u27e8U+200B\u27e9age"
+    assert browser.find_element("id", "title").text == "Run report: " + shown
+    assert browser.title == "converge-dsl report: " + shown
+    browser.find_element("tag name", "header").screenshot(str(artifacts / "report-title.png"))
+    assert _errors(browser) == []
+
+
+def test_a_long_title_leaves_the_figures_room_beside_it(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # A pipeline's name of 200 letters took the header's width: the figures beside it were
+    # squeezed into a column under the search box, which hid two of them.
+    page = _edited_report(tmp_path, "p" + "n" * 200)
+    size = browser.get_window_size()
+    browser.set_window_size(1280, 800)
+    try:
+        _open(browser, page)
+        browser.find_element("tag name", "header").screenshot(
+            str(artifacts / "report-long-title-header.png")
+        )
+        hidden = browser.execute_script(
+            "var search = document.getElementById('search').getBoundingClientRect();"
+            "return Array.prototype.filter.call(document.querySelectorAll('#stats .stat'),"
+            " function (s) { var r = s.getBoundingClientRect();"
+            "  return r.right > search.left && r.left < search.right"
+            "   && r.bottom > search.top && r.top < search.bottom; }).length;"
+        )
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+    assert hidden == 0

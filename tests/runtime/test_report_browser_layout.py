@@ -236,6 +236,59 @@ def drawn_unclipped(browser: Any, css: str, around: str, text: str) -> bool:
     return shot("") == shot("visible")
 
 
+# A font that stacks combining marks (the pages' monospace here, DejaVu Sans Mono, draws
+# them side by side) with the metrics of the monospace fonts the pages name (DejaVu Sans
+# Mono's, Menlo's).
+STACKING_FONT = "'DejaVu Sans', sans-serif"
+
+
+def in_stacking_font(browser: Any, css: str) -> None:
+    """The elements at `css` drawn in `STACKING_FONT`."""
+    browser.execute_script(
+        "var font = arguments[1];"
+        "document.querySelectorAll(arguments[0]).forEach(function (e) {"
+        " e.style.fontFamily = font; });",
+        css,
+        STACKING_FONT,
+    )
+
+
+def marks_reach_the_line_above(browser: Any, css: str) -> bool:
+    """Whether forty marks stacked on the second of the lines at `css` change a pixel of
+    the first line's letters, from its font's ascent down to half its descent (lower, on
+    the tips of g, j, p, q and y and in the leading, the upper mark of a Vietnamese
+    letter with two, `ế`, draws too, clipped or not)."""
+
+    def letters(second: str) -> str:
+        clip = browser.execute_script(
+            "var lines = document.querySelectorAll(arguments[0]);"
+            "lines[0].textContent = 'the line above'; lines[1].textContent = arguments[1];"
+            "var base = lines[0].appendChild(document.createElement('span'));"
+            "base.style.display = 'inline-block';"
+            "var range = document.createRange(); range.selectNodeContents(lines[0]);"
+            "var r = range.getBoundingClientRect(), baseline = base.getBoundingClientRect().bottom;"
+            "base.remove();"
+            "return {x: r.left + scrollX, y: r.top + scrollY, width: r.width,"
+            " height: (baseline + r.bottom) / 2 - r.top, scale: 1};",
+            css,
+            second,
+        )
+        return str(browser.execute_cdp_cmd("Page.captureScreenshot", {"clip": clip})["data"])
+
+    in_stacking_font(browser, css)
+    return letters("a marked") != letters(STACKED)
+
+
+def assert_line_clips_are_bounded(browser: Any, lines: str, around: str) -> None:
+    """Forty marks stacked on a letter of one of the lines at `lines` leave the letters of
+    the line above alone and are still clipped; a Vietnamese capital's two marks are drawn
+    whole (in the box `around`). The lines are drawn in `STACKING_FONT`."""
+    assert not marks_reach_the_line_above(browser, lines)
+    in_stacking_font(browser, lines)
+    assert drawn_unclipped(browser, lines, around, VIETNAMESE)
+    assert not drawn_unclipped(browser, lines, around, STACKED)  # still clipped
+
+
 def test_a_vietnamese_title_is_drawn_whole(browser: Any, long_page: Path, artifacts: Path) -> None:
     # The title's clip (against forty stacked marks) cut the upper mark off a Vietnamese
     # capital with two: "Ẫ" showed as "Â".
