@@ -287,6 +287,20 @@ def test_invalid_test_files_are_counted_in_the_summary(tmp_path: Path) -> None:
     assert err.endswith("\n2 errors in 2 files\n")
 
 
+def test_a_pipeline_that_is_a_folder_is_named_as_a_folder(tmp_path: Path) -> None:
+    # It was "pipeline file 'app' is not there", of a folder that is there.
+    (tmp_path / "app").mkdir()
+    test_file = tmp_path / "t.test.yaml"
+    test_file.write_text(
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: app\n"
+        "cases: [{name: a, expect: {stop_reason: converged}}]\n"
+    )
+    code, _, err = cli("test", test_file)
+    assert code == 2
+    assert "error[CD230]: pipeline file 'app' is a folder, not a file\n" in err
+    assert "hint: name the pipeline file itself; paths are relative to the test file" in err
+
+
 def test_a_path_that_is_neither_file_nor_folder_is_named_as_such(tmp_path: Path) -> None:
     import os
 
