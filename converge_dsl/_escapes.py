@@ -60,3 +60,8 @@ def shell_word(text: str) -> str:
         else:
             parts.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
     return "$'" + "".join(parts) + "'"
+
+
+def shell_join(words: list[str]) -> str:
+    """`words` as one command line for a POSIX shell, each a `shell_word`."""
+    return " ".join(shell_word(word) for word in words)
