@@ -405,7 +405,7 @@ def _options(
     closing: contextlib.ExitStack,
 ) -> RunOptions:
     """The run's options from the command line (a `UsageError` when they do not fit)."""
-    from converge_dsl.cli import _ENTRY
+    from converge_dsl._entry import ENTRY
     from converge_dsl.cli._cache_options import caching
     from converge_dsl.runtime import OtelOptions, RunOptions
 
@@ -439,7 +439,7 @@ def _options(
         allow_roots=tuple(args.allow_root),
         compile_cache=not args.no_cache,
         answers=caching(args, io),
-        freeze_compiled=_ENTRY.ends_process,  # the console entry point: one run, no teardown
+        freeze_compiled=ENTRY.ends_process,  # the console entry point: one run, no teardown
         otel=OtelOptions(
             flag=args.otel,
             content=args.otel_content,
