@@ -95,12 +95,10 @@ class SavePause:
         """Whether an answer is stored now (no store failed in the last `pause_s`)."""
         with self._lock:
             now = self._now()
-            if self._until is not None and now < self._until:
-                return False
-            until = self._shared_until()
-            if until is not None and 0 < until - now <= self.pause_s:
-                self._until = until
-                return False
+            for until in (self._until, self._shared_until()):
+                if until is not None and 0 < until - now <= self.pause_s:
+                    self._until = until
+                    return False
             return True
 
     def failed(self) -> None:

@@ -458,3 +458,5 @@ def test_a_pause_file_is_shared_and_one_that_cannot_be_a_pause_is_none(tmp_path:
     unwritable = SavePause(60.0, lambda: now[0], tmp_path / "gone" / PAUSE_FILE)
     unwritable.failed()  # the file cannot be written: this process still pauses
     assert not unwritable.open()
+    now[0] -= 3600.0  # the wall clock set back an hour: the pause does not last an hour more
+    assert unwritable.open()
