@@ -301,6 +301,29 @@ def test_a_pipeline_that_is_a_folder_is_named_as_a_folder(tmp_path: Path) -> Non
     assert "hint: name the pipeline file itself; paths are relative to the test file" in err
 
 
+def test_a_missing_pipeline_in_a_folder_that_cannot_be_listed_is_still_not_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Listing the folder for a guess raised PermissionError: "error[CD361]: cannot use".
+    (tmp_path / "locked").mkdir()
+    listed = Path.iterdir
+
+    def iterdir(self: Path) -> object:
+        if self.name == "locked":
+            raise PermissionError(13, "Permission denied", str(self))
+        return listed(self)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    test_file = tmp_path / "t.test.yaml"
+    test_file.write_text(
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: locked/app.yaml\n"
+        "cases: [{name: a, expect: {stop_reason: converged}}]\n"
+    )
+    code, _, err = cli("test", test_file)
+    assert code == 2
+    assert "error[CD230]: pipeline file 'locked/app.yaml' is not there\n" in err
+
+
 def test_a_path_that_is_neither_file_nor_folder_is_named_as_such(tmp_path: Path) -> None:
     import os
 
