@@ -61,6 +61,30 @@ def _no_colour_from_the_user_shell() -> Iterator[None]:
         yield
 
 
+# The programs tests start by name, as pipelines and packs name them, with the package
+# each needs: run by the interpreter running the tests, whatever PATH finds first (a
+# virtual environment that is not activated leaves a system python3 without `mcp`).
+_PROGRAMS = {
+    "python3": "",
+    "mcp-server-time": "-m mcp_server_time ",
+}
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _programs_of_this_interpreter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    import shlex
+    import sys
+
+    folder = tmp_path_factory.mktemp("programs")
+    for name, arguments in _PROGRAMS.items():
+        program = folder / name
+        program.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} {arguments}"$@"\n')
+        program.chmod(0o755)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
+        yield
+
+
 # --- a real headless browser, for the graph and report pages -------------------------
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

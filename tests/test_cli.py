@@ -8,6 +8,7 @@ from pathlib import Path
 from converge_dsl.cli import EXIT_OK, EXIT_USAGE, run
 
 ECHO = Path(__file__).parent / "batch" / "data" / "echo.yaml"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _run(*argv: str) -> tuple[int, str, str]:
@@ -83,17 +84,26 @@ def test_the_entry_point_leaves_the_collector_alone() -> None:
     assert done.returncode == 7
 
 
-# The console script an installer writes, and a line that notes each run of it as
-# multiprocessing's `__mp_main__` (in a worker process) in the file `{marker}`.
-_CONSOLE_SCRIPT = """\
-import re
-import sys
-from converge_dsl.cli import main
+def _console_script(before: str = "", after: str = "") -> str:
+    """The console script an installer writes from `pyproject.toml` (it imports the
+    function named there, then calls it), with `before` and `after` its import."""
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, function = scripts["converge-dsl"].split(":")
+    return (
+        f"{before}import re\nimport sys\nfrom {module} import {function}\n{after}"
+        'if __name__ == "__main__":\n'
+        '    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])\n'
+        f"    sys.exit({function}())\n"
+    )
+
+
+# A line that notes each run of the console script as multiprocessing's `__mp_main__`
+# (in a worker process) in the file `{marker}`.
+_NOTED = """\
 if __name__ == "__mp_main__":
     open({marker!r}, "a").close()
-if __name__ == "__main__":
-    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
-    sys.exit(main())
 """
 
 
@@ -104,7 +114,7 @@ def test_the_workers_a_command_starts_do_not_run_the_console_script_again(
     starts; the console script is known as `converge_dsl.__main__`, so it is not."""
     marker = tmp_path / "ran-as-mp-main"
     script = tmp_path / "converge-dsl"
-    script.write_text(_CONSOLE_SCRIPT.format(marker=str(marker)))
+    script.write_text(_console_script(after=_NOTED.format(marker=str(marker))))
     cases = tmp_path / "cases.jsonl"
     cases.write_text('{"word": "tea"}\n{"word": "cup"}\n')
     out = tmp_path / "out.jsonl"
@@ -201,4 +211,39 @@ def test_a_ctrl_c_while_the_first_is_reported_ends_the_process_as_one() -> None:
         timeout=60,
         check=False,
     )
+    assert (done.returncode, done.stderr) == (130, "interrupted\n")
+
+
+# A finder that sends the process a SIGINT as `converge_dsl.cli` starts to load.
+_INTERRUPT_AS_CLI_LOADS = """\
+import os, signal, sys
+
+class InterruptAsCliLoads:
+    def find_spec(self, name, path=None, target=None):
+        if name == "converge_dsl.cli":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, InterruptAsCliLoads())
+sys.argv[1:] = ["validate", "p.yaml"]
+"""
+
+
+def test_a_ctrl_c_while_the_command_line_loads_is_no_traceback(tmp_path: Path) -> None:
+    """A SIGINT as `converge_dsl.cli` starts to load: the moment a user's Ctrl-C lands
+    in when the start is slow."""
+    # It ended in a KeyboardInterrupt traceback out of `from converge_dsl.cli import main`.
+    script = tmp_path / "converge-dsl"
+    script.write_text(_console_script(before=_INTERRUPT_AS_CLI_LOADS))
+    (tmp_path / "p.yaml").write_text("apiVersion: converge-dsl/v1\n")
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
     assert (done.returncode, done.stderr) == (130, "interrupted\n")

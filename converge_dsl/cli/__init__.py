@@ -44,7 +44,8 @@ from collections.abc import Mapping, Sequence
 from io import TextIOBase
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TextIO, cast
 
-from converge_dsl import codes
+from converge_dsl import _entry, codes
+from converge_dsl._entry import ENTRY as _ENTRY
 from converge_dsl._record import Record
 from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
@@ -59,25 +60,6 @@ EXIT_INTERRUPTED = 130
 
 
 # A plain slotted class: no dataclass on `validate`'s path (docs/architecture.md §5).
-class _EntryPoint:
-    """Whether `run` was called by the console entry point (`main`), whose process ends with
-    it; how many Ctrl-Cs it held while the command started (`_hold_interrupts`)."""
-
-    __slots__ = ("ends_process", "held")
-
-    def __init__(self) -> None:
-        self.ends_process = False
-        self.held = 0
-
-    def hold(self, number: int, frame: object) -> None:
-        """Hold a first Ctrl-C; a second one is not held: it interrupts at once."""
-        self.held += 1
-        if self.held > 1:
-            _signal.signal(_signal.SIGINT, _signal.default_int_handler)
-            raise KeyboardInterrupt
-
-
-_ENTRY = _EntryPoint()
 
 # command -> (module, one-line summary). Modules are imported on demand.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -491,13 +473,10 @@ def _hold_interrupts() -> None:
     (`_release_interrupts`): one pressed while the command's modules load or its
     arguments are read ends it as one pressed a moment later would (`_execute`:
     exit 130, and the command's own word for it, `run`'s JSON document), never
-    with a traceback out of an import. Not when SIGINT is ignored (a background job).
-
-    `_signal` is what `signal` wraps: importing `signal` (its enums) would add 0.6 ms to
-    every command's start.
+    with a traceback out of an import. The console script holds it from before this
+    module is imported (`converge_dsl._entry`); `main` holds it when called otherwise.
     """
-    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
-        _signal.signal(_signal.SIGINT, _ENTRY.hold)
+    _entry.hold_interrupts()
 
 
 def _release_interrupts() -> None:
@@ -572,7 +551,9 @@ def _main_is_the_package() -> None:
     if script is None or getattr(script, "__spec__", None) is not None:
         return
     names = {name for name in vars(script) if not name.startswith("__")}
-    if names <= _SCRIPT_NAMES and getattr(script, "main", None) is main:
+    entry = sys.modules.get("converge_dsl.__main__")  # the console script's function's module
+    mains = (main, getattr(entry, "main", main))
+    if names <= _SCRIPT_NAMES and getattr(script, "main", None) in mains:
         import importlib.util
 
         script.__spec__ = importlib.util.find_spec("converge_dsl.__main__")

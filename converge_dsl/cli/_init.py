@@ -19,7 +19,6 @@ import argparse
 import contextlib
 import os
 import re
-import shlex
 from pathlib import Path
 
 from converge_dsl import codes
@@ -71,10 +70,11 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         return EXIT_FAILURE
     _check_writable(folder)
     _write_all_or_none(folder, files)
-    from converge_dsl.frontend import terminal_safe
+    from converge_dsl._escapes import shell_word
 
-    # Quoted for the shell, and the folder's name is the user's text: control characters escaped.
-    shown = terminal_safe(shlex.quote(args.dir.rstrip("/") or "."))
+    # The folder's name is the user's text: quoted so that the line pastes into a shell,
+    # its control characters escaped in the quoting so that none acts on the terminal.
+    shown = shell_word(args.dir.rstrip("/") or ".")
     io.stdout.write(f"created {len(files)} files in {shown}:\n")
     for relative in files:
         io.stdout.write(f"  {relative}\n")

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import shlex
 from dataclasses import replace
 from io import StringIO
 from pathlib import Path
@@ -44,6 +43,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from pydantic import BaseModel
 
 from converge_dsl import codes
+from converge_dsl._escapes import shell_join
 from converge_dsl.cli import EXIT_INTERRUPTED, QUIET, environment_error
 from converge_dsl.cli._inputs import add_input_arguments, json_file, pairs, parse_inputs
 from converge_dsl.cli._interrupts import interrupted_document, interrupts_held, run_stoppable
@@ -378,14 +378,14 @@ def _resume_command(args: argparse.Namespace, folder: Path, first: str) -> str:
     if args.replay is not None:
         words += ["--replay", str(args.replay)]
     words += ["--approve", first]
-    return shlex.join(words)
+    return shell_join(words)
 
 
 def _pause_hint(out: RunOutcome, args: argparse.Namespace) -> str:
     """How to continue a paused run (or how to make it continuable)."""
     folder = args.checkpoint
     if folder is None:
-        again = shlex.join(["converge-dsl", "run", str(args.pipeline), "--checkpoint", "DIR"])
+        again = shell_join(["converge-dsl", "run", str(args.pipeline), "--checkpoint", "DIR"])
         return (
             "paused for a human, but no --checkpoint was given: nothing was saved to continue "
             f"from; re-run with `{again}`, then "
@@ -405,7 +405,7 @@ def _options(
     closing: contextlib.ExitStack,
 ) -> RunOptions:
     """The run's options from the command line (a `UsageError` when they do not fit)."""
-    from converge_dsl.cli import _ENTRY
+    from converge_dsl._entry import ENTRY
     from converge_dsl.cli._cache_options import caching
     from converge_dsl.runtime import OtelOptions, RunOptions
 
@@ -439,7 +439,7 @@ def _options(
         allow_roots=tuple(args.allow_root),
         compile_cache=not args.no_cache,
         answers=caching(args, io),
-        freeze_compiled=_ENTRY.ends_process,  # the console entry point: one run, no teardown
+        freeze_compiled=ENTRY.ends_process,  # the console entry point: one run, no teardown
         otel=OtelOptions(
             flag=args.otel,
             content=args.otel_content,

@@ -50,8 +50,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl import codes
     from converge_dsl.diagnostics import Diagnostic
-    from converge_dsl.errors import PipelineInvalid
+    from converge_dsl.errors import ConvergeError, PipelineInvalid
+    from converge_dsl.frontend import terminal_safe
     from converge_dsl.pipetest import (
         read_test_file,
         render_report,
@@ -94,6 +96,14 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         reports = list(update.reports)
         for path, count in update.written.items():
             io.note(f"updated {count} snapshot value(s) in {path}")
+        for path, why in update.unwritten:
+            error = ConvergeError(
+                f"cannot update the snapshots of {path}: {why}",
+                hint="the file is as it was and its snapshot failures stay; make it "
+                "writable and run --update again, or edit the values by hand",
+                code=codes.OUTPUT_REFUSED,
+            )
+            io.stderr.write(terminal_safe(error.printed()) + "\n")
         for where in update.shared:
             io.stderr.write(
                 f"not updated: {where}: the value is shared through a YAML anchor"

@@ -33,7 +33,6 @@ import contextlib
 import hashlib
 import json
 import math
-import shlex
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Protocol
 
 from converge_dsl import codes
+from converge_dsl._escapes import shell_word
 from converge_dsl._sqlite import open_wal
 from converge_dsl.errors import ConvergeError
 from converge_dsl.models._answer_key import CACHE_FORMAT
@@ -318,7 +318,7 @@ class SqliteAnswerStore:
             raise CacheStoreError(f"{cannot}: {exc}", hint=writable) from None
 
     def _damaged(self, message: str) -> CacheStoreError:
-        clear = f"converge-dsl cache clear --cache-dir {shlex.quote(str(self.folder))}"
+        clear = f"converge-dsl cache clear --cache-dir {shell_word(str(self.folder))}"
         return CacheStoreError(
             message,
             hint=f"`{clear}` removes it (its entries are lost; each is asked again), or give "

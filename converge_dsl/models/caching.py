@@ -18,7 +18,8 @@ from that look-up (`CACHE_PROBE`), and a miss is not looked up twice. A row that
 fails its check (`answer_store.verify`) or a store that cannot be read is a miss
 and a warning (CD974), never an answer; a store that failed to store an answer
 is given no answer for `STORE_PAUSE_S` (`SavePause`, shared by every run on the
-store: one warning and one wait, not one a call or a case), then tried again. An offline miss
+store and, through a file in its folder, by every process on it: one warning and
+one wait, not one a call, a case or a worker), then tried again. An offline miss
 is a `CacheMiss` (CD973) naming the suggestor, with a diff against the nearest
 cached request of the same suggestor. Two processes missing the same key at once
 both call the model; the later write replaces the earlier row.
@@ -26,17 +27,20 @@ both call the model; the later write replaces the earlier row.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from converge_dsl import codes
 from converge_dsl.clock import Clock
 from converge_dsl.engine.types import canonical_json
+from converge_dsl.errors import ConvergeError
 from converge_dsl.models._answer_key import answer_key, model_request_json
 from converge_dsl.models._call_note import CACHE_PROBE, mark_cached
 from converge_dsl.models._common import emit_increments, return_from_json, return_to_json
@@ -57,18 +61,30 @@ CACHE_MODES: tuple[CacheMode, ...] = ("read-write", "read-only", "off")
 MODEL_KIND = "model"
 DIFF_LINES = 40
 STORE_PAUSE_S = 60.0  # after a failed store, how long no answer is stored
+PAUSE_FILE = "store-paused-until"  # in the store's folder: the shared pause (`SavePause`)
 
 
 class SavePause:
     """Whether answers are stored now: not for `pause_s` after a store failed (held past
     its busy timeout, a full disk, a read-only file), when each later store would wait
-    and fail alike. One per store, shared by the runs on it (`AnswerCaching`)."""
+    and fail alike. One per store, shared by the runs on it (`AnswerCaching`).
+
+    With a `file` (`PAUSE_FILE` in the store's folder) the pause is shared by the
+    processes on the store too (`--executor process` workers): a failure writes the
+    pause's end (epoch seconds, `now`) there atomically, and a store is tried only
+    when neither this process nor the file says the pause runs. A file that cannot be
+    written or read pauses this process alone; an end further than `pause_s` ahead
+    (a clock set back, a file edited by hand) is no pause."""
 
     def __init__(
-        self, pause_s: float = STORE_PAUSE_S, now: Callable[[], float] = time.monotonic
+        self,
+        pause_s: float = STORE_PAUSE_S,
+        now: Callable[[], float] = time.time,
+        file: Path | None = None,
     ) -> None:
         self.pause_s = pause_s
         self._now = now
+        self._file = file
         self._until: float | None = None
         self._lock = threading.Lock()
         # One store at a time: runs on several threads that all found storing open would
@@ -78,12 +94,33 @@ class SavePause:
     def open(self) -> bool:
         """Whether an answer is stored now (no store failed in the last `pause_s`)."""
         with self._lock:
-            return self._until is None or self._now() >= self._until
+            now = self._now()
+            for until in (self._until, self._shared_until()):
+                if until is not None and 0 < until - now <= self.pause_s:
+                    self._until = until
+                    return False
+            return True
 
     def failed(self) -> None:
         """A store failed: none is tried for `pause_s` from now."""
         with self._lock:
             self._until = self._now() + self.pause_s
+            if self._file is not None:
+                from converge_dsl._files import replace_file
+
+                with contextlib.suppress(OSError):
+                    replace_file(self._file, repr(self._until).encode())
+
+    def _shared_until(self) -> float | None:
+        if self._file is None:
+            return None
+        from converge_dsl._reading import open_regular
+
+        try:
+            with open_regular(self._file, "the answer cache's pause file") as handle:
+                return float(handle.read(64))
+        except (OSError, ValueError, ConvergeError):  # a FIFO, garbage: no pause
+            return None
 
 
 class CacheMiss(ModelError):

@@ -179,10 +179,13 @@ def _read_sections(path: Path) -> dict[str, Any]:
             codes.LOCK_STALE, f"{path.name} is unreadable: it holds merge-conflict markers"
         )
     body = parse_json(data, f"{path.name} is unreadable", codes.LOCK_STALE)
-    if not isinstance(body, dict) or body.get("lock-version") != LOCK_VERSION:
+    version = body.get("lock-version") if isinstance(body, dict) else None
+    # `type(...) is int`: JSON's true is a Python int equal to 1, and 1.0 equals it too.
+    if type(version) is not int or version != LOCK_VERSION:
         raise PackRefused(
             codes.LOCK_STALE,
-            f"{path.name} is unreadable: not a lock-version {LOCK_VERSION} lock file",
+            f"{path.name} is unreadable: not a lock-version {LOCK_VERSION} lock file"
+            + ("" if version is None else f" (its lock-version is {_shown(version)})"),
         )
     sections = body.get("pipelines")
     if not isinstance(sections, dict):
@@ -190,6 +193,14 @@ def _read_sections(path: Path) -> dict[str, Any]:
             codes.LOCK_STALE, f"{path.name} is unreadable: it has no 'pipelines' object"
         )
     return sections
+
+
+def _shown(value: Any) -> str:
+    """A JSON value as the lock has it, a container or long text only by its kind."""
+    if isinstance(value, dict | list):
+        return "an object" if isinstance(value, dict) else "a list"
+    text = json.dumps(value)
+    return text if len(text) <= 40 else "a long text"
 
 
 def _is_folder(path: Path) -> bool:

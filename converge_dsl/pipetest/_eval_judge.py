@@ -41,6 +41,7 @@ the GenAI attributes of a run's model calls and `converge_dsl.eval.case`,
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -296,7 +297,10 @@ class Judges:
 
 
 def parse_verdict(text: str, verdict: str) -> tuple[float, str, str | None]:
-    """(score, reason, None) from a judge's answer, or (0, "", what is wrong with it)."""
+    """(score, reason, None) from a judge's answer, or (0, "", what is wrong with it).
+
+    What is wrong names each field that is missing or of the wrong kind, the value
+    found where there is one, and ends with the answer the judge should give."""
     body = text.strip()
     if body.startswith("```"):
         body = body.strip("`").removeprefix("json").strip()
@@ -306,20 +310,43 @@ def parse_verdict(text: str, verdict: str) -> tuple[float, str, str | None]:
         return 0.0, "", f"the answer is not JSON: {_short(text)!r}"
     if not isinstance(value, dict):
         return 0.0, "", "the answer is not a JSON object"
-    reason = value.get("reason")
-    if not isinstance(reason, str):
-        return 0.0, "", "the verdict gives no `reason` (text)"
+    field, wanted = ("pass", "true or false") if verdict == "pass" else ("score", "a number")
+    found = value.get(field, _MISSING)
     if verdict == "pass":
-        passed = value.get("pass")
-        if not isinstance(passed, bool):
-            return 0.0, "", "the verdict gives no `pass` (true or false)"
-        return float(passed), reason, None
-    score = value.get("score")
-    if isinstance(score, bool) or not isinstance(score, int | float):
-        return 0.0, "", "the verdict gives no `score` (a number from 0 to 1)"
-    if not 0.0 <= float(score) <= 1.0:
-        return 0.0, "", f"the verdict's score {score} is not in [0, 1]"
-    return float(score), reason, None
+        fits = isinstance(found, bool)
+    else:
+        fits = isinstance(found, int | float) and not isinstance(found, bool)
+    problems = [] if fits else [_wrong(field, found, wanted)]
+    reason = value.get("reason", _MISSING)
+    if not isinstance(reason, str):
+        problems.append(_wrong("reason", reason, "text"))
+    if problems:
+        answer = _VERDICT_FORMS[verdict]
+        return 0.0, "", f"the verdict {' and '.join(problems)}; a judge answers {answer}"
+    if verdict == "pass":
+        return float(found), reason, None
+    if not 0.0 <= float(found) <= 1.0:
+        return 0.0, "", f"the verdict's score {found} is not in [0, 1]"
+    return float(found), reason, None
+
+
+_VERDICT_FORMS = {
+    "score": '{"score": a number from 0 to 1, "reason": "..."}',
+    "pass": '{"pass": true or false, "reason": "..."}',
+}
+_KINDS = {str: "text", bool: "a boolean", dict: "an object", list: "a list"}
+_MISSING = object()
+
+
+def _wrong(field: str, value: object, wanted: str) -> str:
+    """`field` missing, or of the wrong kind (its value shown, shortened)."""
+    if value is _MISSING:
+        return f"gives no `{field}` ({wanted})"
+    if value is None:
+        return f"gives `{field}` as null where {wanted} is needed"
+    kind = _KINDS.get(type(value), "a number")
+    shown = _short(json.dumps(value), 30)
+    return f"gives `{field}` as {kind} ({shown}) where {wanted} is needed"
 
 
 def _short(text: str, width: int = 60) -> str:

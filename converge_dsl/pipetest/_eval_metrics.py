@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 from ._eval_dataset import EvalCase
 from ._eval_spec import Metric
+from ._json_equal import is_number, same_json
 
 _MISSING = object()
 _Z95 = 1.959963984540054
@@ -61,10 +62,10 @@ def score(
         return 0.0
     found = values[0]
     if kind == "exact":
-        return float(found == expected)
+        return float(same_json(found, expected))
     if kind == "subset":
         return float(is_subset(expected, found))
-    if not (_is_number(found) and _is_number(expected)):
+    if not (is_number(found) and is_number(expected)):
         return 0.0
     return float(within(found, expected, float(str(spec["tolerance"]))))  # type: ignore[arg-type]
 
@@ -126,7 +127,7 @@ def is_subset(expected: object, found: object) -> bool:
         return isinstance(found, list) and all(
             any(is_subset(e, f) for f in found) for e in expected
         )
-    if _is_number(expected) and _is_number(found):
+    if is_number(expected) and is_number(found):
         return expected == found
     return type(expected) is type(found) and expected == found
 
@@ -145,16 +146,14 @@ def set_score(got: Sequence[JsonValue], expected: object, measure: str) -> float
     return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
 
 
-def _hashable(value: object) -> object:
-    import json
-
-    return (
-        value if isinstance(value, str | int | float | bool) else json.dumps(value, sort_keys=True)
-    )
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _hashable(value: object) -> tuple[str, object]:
+    """A set member for a JSON value, tagged with its kind: true and 1 hash alike in
+    Python, and an object's JSON text would meet a string of that text."""
+    if is_number(value):
+        return ("number", value)
+    if isinstance(value, bool | str):
+        return (type(value).__name__, value)
+    return ("json", json.dumps(value, sort_keys=True))
 
 
 def _matches(pattern: str, value: object) -> bool:

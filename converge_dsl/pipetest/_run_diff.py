@@ -21,6 +21,8 @@ from typing import Any
 
 from converge_dsl._json_pointer import pointer
 
+from ._json_equal import same_json
+
 
 class _Absent:
     """The value on the side where a fact, or a field of its data, is not there at all
@@ -154,7 +156,7 @@ class Comparison:
                 fields = [
                     (name, old.get(name), new.get(name))
                     for name in self.fields
-                    if old.get(name) != new.get(name)
+                    if not same_json(old.get(name), new.get(name))
                 ]
                 fields.extend(
                     (f"/data{p}", x, y)
@@ -171,7 +173,7 @@ class Comparison:
         usage = tuple(
             (name, usage_a.get(name, ABSENT), usage_b.get(name, ABSENT))
             for name in sorted(usage_a.keys() | usage_b.keys())
-            if usage_a.get(name) != usage_b.get(name)
+            if not same_json(usage_a.get(name), usage_b.get(name))
         )
         stopped = None if stop[0] == stop[1] else stop
         return RunDiff(tuple(changes), stopped, usage, self.ignored)
@@ -202,5 +204,5 @@ def _data_changes(
     elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         for index, (x, y) in enumerate(zip(a, b, strict=True)):
             yield from _data_changes(x, y, (*path, index))
-    elif a != b:
+    elif not same_json(a, b):
         yield pointer(path), a, b

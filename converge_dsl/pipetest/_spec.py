@@ -248,8 +248,19 @@ class _Reader:
         target = self.base / named
         if target.is_file():
             return target
+        if target.is_dir():
+            self.problem(
+                codes.TEST_FILE_MISSING,
+                f"{what} file {named!r} is a folder, not a file",
+                path,
+                f"name the {what} file itself; paths are relative to the test file",
+            )
+            return None
         folder = target.parent
-        found = sorted(p.name for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+        try:
+            found = sorted(p.name for p in folder.iterdir() if p.is_file())
+        except OSError:  # no folder there, or one that cannot be listed: no guess
+            found = []
         choices = [n for n in found if _could_be(what, n)]
         self.problem(
             codes.TEST_FILE_MISSING,

@@ -11,7 +11,9 @@ ends (CRLF or LF) and its UTF-8 byte-order mark. An
 expectation reached through a YAML anchor (`expect: &common ...` used again
 as `*common`) may be shared by other cases, which a value from one run would
 break: it is not written, its failure stays, and `SnapshotUpdate.shared`
-names it so the user edits it by hand.
+names it so the user edits it by hand. A file that cannot be read again or
+written (read-only, immutable, a full disk) is left as it was, its failures
+stay, and `SnapshotUpdate.unwritten` names it with the system's reason.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 
 from converge_dsl._files import replace_file
 from converge_dsl._reading import read_bytes
+from converge_dsl.errors import ConvergeError
 
 from ._runner import CaseReport
 
@@ -35,11 +38,13 @@ _Where = tuple[str | int, ...]
 @dataclasses.dataclass(frozen=True, slots=True)
 class SnapshotUpdate:
     """What `update_snapshots` did: values written per file, the reports with the
-    written failures gone, and the failures left because their value is shared."""
+    written failures gone, the failures left because their value is shared, and the
+    files that could not be rewritten (file, why)."""
 
     written: Mapping[Path, int]
     reports: tuple[CaseReport, ...]
     shared: tuple[str, ...] = ()  # `file:line:col: path` of each expectation not written
+    unwritten: tuple[tuple[Path, str], ...] = ()
 
 
 def update_snapshots(reports: Sequence[CaseReport]) -> SnapshotUpdate:
@@ -51,8 +56,14 @@ def update_snapshots(reports: Sequence[CaseReport]) -> SnapshotUpdate:
                 by_file.setdefault(report.test.path, []).append((failure.path, failure.snapshot))
     written: dict[Path, int] = {}
     refused: set[tuple[Path, _Where]] = set()
+    unwritten: list[tuple[Path, str]] = []
     for path, changes in by_file.items():
-        kept = _rewrite(path, changes)
+        try:
+            kept = _rewrite(path, changes)
+        except (OSError, ConvergeError) as exc:  # the file is as it was: its failures stay
+            why = exc.message if isinstance(exc, ConvergeError) else exc.strerror or str(exc)
+            unwritten.append((path, why))
+            kept = [where for where, _ in changes]
         refused.update((path, where) for where in kept)
         if len(kept) < len(changes):
             written[path] = len(changes) - len(kept)
@@ -67,13 +78,14 @@ def update_snapshots(reports: Sequence[CaseReport]) -> SnapshotUpdate:
         )
         for report in reports
     )
+    failed = {path for path, _ in unwritten}
     shared = tuple(
         report.where(f)
         for report in reports
         for f in report.failures
-        if f.updatable and (report.test.path, f.path) in refused
+        if f.updatable and (report.test.path, f.path) in refused and report.test.path not in failed
     )
-    return SnapshotUpdate(written, after, shared)
+    return SnapshotUpdate(written, after, shared, tuple(unwritten))
 
 
 def _rewrite(path: Path, changes: Sequence[tuple[_Where, Any]]) -> list[_Where]:

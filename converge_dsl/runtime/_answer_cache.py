@@ -126,6 +126,7 @@ class CacheSettings:
         if self.mode == "off":
             return None
         from converge_dsl.models.answer_store import SqliteAnswerStore
+        from converge_dsl.models.caching import PAUSE_FILE, SavePause
 
         return AnswerCaching(
             SqliteAnswerStore(self.folder),
@@ -133,6 +134,8 @@ class CacheSettings:
             offline=self.offline,
             warn=warn,
             explain=self.explain,
+            # the processes on the folder (a batch's workers) share a failed store's pause
+            saving=SavePause(file=self.folder / PAUSE_FILE),
         )
 
 

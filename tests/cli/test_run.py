@@ -224,9 +224,9 @@ def test_a_ctrl_c_as_the_command_starts_ends_as_a_later_one(tmp_path: Path, dela
 
 def test_a_second_ctrl_c_as_the_command_starts_interrupts_at_once() -> None:
     """A second Ctrl-C while the first was held at start was swallowed too."""
-    from converge_dsl import cli
+    from converge_dsl import _entry
 
-    entry = cli._EntryPoint()
+    entry = _entry.EntryPoint()
     before = signal.getsignal(signal.SIGINT)
     try:
         entry.hold(signal.SIGINT, None)

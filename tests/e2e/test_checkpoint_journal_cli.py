@@ -98,6 +98,34 @@ def test_the_printed_resume_command_works_as_printed(
     assert pipeline.exists()
 
 
+def test_the_printed_resume_command_of_a_folder_with_a_control_character_pastes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The command was shell-quoted, then its ESC escaped when printed: 'a\x1bb/ck',
+    # which a shell reads as a folder of another name.
+    import shutil
+    import subprocess
+
+    folder = tmp_path / "a\x1bb"
+    folder.mkdir()
+    _write(folder, "p.yaml", PAUSING)
+    monkeypatch.chdir(folder)
+    code, _, err = cli("run", "p.yaml", "--input", "region=Nordics", "--checkpoint", folder / "ck")
+    assert code == 6, err
+    assert "\x1b" not in err
+    printed = re.search(r"continue with `([^`]+)`", err)
+    assert printed is not None, err
+    bash = shutil.which("bash")
+    assert bash is not None
+    said = subprocess.run(
+        [bash, "-c", f"printf '%s\\n' {printed.group(1)}"],
+        capture_output=True,
+        timeout=30,
+        check=True,
+    )
+    assert os.fsencode(folder / "ck") in said.stdout.splitlines()
+
+
 def test_resume_needs_no_input_and_refuses_other_inputs(tmp_path: Path) -> None:
     pipeline = _write(tmp_path, "p.yaml", PAUSING)
     ck = tmp_path / "ck"

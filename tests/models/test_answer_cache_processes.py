@@ -81,3 +81,65 @@ def test_four_processes_share_one_cache(tmp_path: Path) -> None:
     assert len(rows) == keys
     assert all(verify(row) is None for row in rows)
     print(f"calls that reached the model: {calls} for {keys} keys")
+
+
+PAUSED = textwrap.dedent(
+    """
+    import asyncio, json, sys, time
+    from pathlib import Path
+    from converge_dsl.clock import SystemClock
+    from converge_dsl.models import Message, ModelDefaults, ModelRequest, ModelReturn
+    from converge_dsl.models import answer_store
+    from converge_dsl.runtime import CacheSettings
+
+    answer_store.BUSY_TIMEOUT_S = 1.0  # the store's wait for a held write lock
+
+    class Echo(ModelDefaults):
+        def model_id(self): return "echo"
+        def cache_identity(self): return {"wire": "echo"}
+        async def call(self, req):
+            return ModelReturn(Message.text("assistant", "echo"))
+
+    warnings = []
+    caching = CacheSettings("read-write", Path(sys.argv[1])).caching(warnings.append)
+    model = caching.open(SystemClock()).wrap("echo", Echo())
+    req = ModelRequest("m", (Message.text("user", sys.argv[2]),), suggestor="s")
+    started = time.monotonic()
+    asyncio.run(model.call(req))
+    print(json.dumps({"warnings": warnings, "seconds": time.monotonic() - started}))
+    """
+)
+
+
+def test_a_failed_store_pauses_storing_for_every_process_on_the_cache(tmp_path: Path) -> None:
+    # The pause was each process's own: with `--executor process` every worker waited
+    # out the busy timeout once, and warned once.
+    import sqlite3
+
+    script = tmp_path / "worker.py"
+    script.write_text(PAUSED, encoding="utf-8")
+    folder = tmp_path / "cache"
+    SqliteAnswerStore(folder).close()
+    holder = sqlite3.connect(folder / "answers.sqlite3", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        reports = []
+        for case in range(3):
+            done = subprocess.run(
+                [sys.executable, str(script), str(folder), f"case {case}"],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            assert done.returncode == 0, done.stderr
+            reports.append(json.loads(done.stdout))
+    finally:
+        holder.rollback()
+        holder.close()
+    first, *later = reports
+    assert len(first["warnings"]) == 1
+    assert "nor will any for 60 s" in first["warnings"][0]
+    assert first["seconds"] >= 1.0
+    assert [r["warnings"] for r in later] == [[], []]
+    assert all(r["seconds"] < 1.0 for r in later)

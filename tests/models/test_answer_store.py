@@ -209,6 +209,31 @@ def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
     assert caught.value.damaged
 
 
+def test_the_clear_command_of_a_damaged_store_pastes_into_a_shell(tmp_path: Path) -> None:
+    # The folder was single-quoted, then its ESC escaped when the hint was printed:
+    # 'a\x1bb', which a shell reads as another folder.
+    import os
+    import shutil
+    import subprocess
+
+    from converge_dsl.frontend import terminal_safe
+
+    folder = tmp_path / "a\x1bb c"
+    folder.mkdir()
+    (folder / STORE_FILE).write_bytes(b"not a database at all" * 100)
+    with pytest.raises(CacheStoreError) as caught:
+        SqliteAnswerStore(folder)
+    shown = terminal_safe(caught.value.hint or "")
+    assert "\x1b" not in shown
+    word = shown.split("--cache-dir ", 1)[1].split("`", 1)[0]
+    bash = shutil.which("bash")
+    assert bash is not None
+    said = subprocess.run(
+        [bash, "-c", f"printf %s {word}"], capture_output=True, timeout=30, check=True
+    )
+    assert said.stdout == os.fsencode(folder)
+
+
 def test_a_store_that_cannot_be_written_says_so_not_to_clear_it(tmp_path: Path) -> None:
     # Every failure of an opened store hinted "`converge-dsl cache clear` starts it
     # afresh": for a read-only file, the very command that had just failed that way.

@@ -434,3 +434,29 @@ def test_runs_on_several_threads_wait_for_one_failing_store_and_warn_once() -> N
     for thread in threads:
         thread.join(10)
     assert (held.puts, len(warnings)) == (1, 1)
+
+
+def test_a_pause_file_is_shared_and_one_that_cannot_be_a_pause_is_none(tmp_path: Path) -> None:
+    import os
+
+    from converge_dsl.models.caching import PAUSE_FILE, SavePause
+
+    now = [1000.0]
+    file = tmp_path / PAUSE_FILE
+    first, second = (SavePause(60.0, lambda: now[0], file) for _ in range(2))
+    first.failed()
+    assert float(file.read_text()) == 1060.0
+    assert (first.open(), second.open()) == (False, False)  # another process's pause
+    now[0] = 1060.0
+    assert second.open()
+    for text in ("garbage", "99999999", "nan", "inf", ""):  # no end, or one past the pause
+        file.write_text(text)
+        assert SavePause(60.0, lambda: now[0], file).open(), text
+    file.unlink()
+    os.mkfifo(file)  # never read: it would block
+    assert SavePause(60.0, lambda: now[0], file).open()
+    unwritable = SavePause(60.0, lambda: now[0], tmp_path / "gone" / PAUSE_FILE)
+    unwritable.failed()  # the file cannot be written: this process still pauses
+    assert not unwritable.open()
+    now[0] -= 3600.0  # the wall clock set back an hour: the pause does not last an hour more
+    assert unwritable.open()

@@ -59,7 +59,13 @@ def test_two_pipelines_share_one_lock_and_each_lock_replaces_only_its_section(
         (b"\xff\xfe\x00", "not JSON"),
         (b"<<<<<<< HEAD\n{}\n=======\n{}\n>>>>>>> branch\n", "merge-conflict markers"),
         (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
-        (b'{"lock-version": 7}', "not a lock-version 1 lock file"),
+        (b'{"lock-version": 7}', "not a lock-version 1 lock file (its lock-version is 7)"),
+        # true and 1.0 equal 1 in Python; they were read as version 1
+        (b'{"lock-version": true, "pipelines": {}}', "(its lock-version is true)"),
+        (b'{"lock-version": 1.0, "pipelines": {}}', "(its lock-version is 1.0)"),
+        (b'{"lock-version": "1", "pipelines": {}}', '(its lock-version is "1")'),
+        (b'{"pipelines": {}}', "not a lock-version 1 lock file"),
+        (b'{"lock-version": [1], "pipelines": {}}', "(its lock-version is a list)"),
         (b'{"lock-version": 1, "pipelines": []}', "no 'pipelines' object"),
     ],
 )

@@ -229,6 +229,36 @@ def test_update_writes_through_a_symbolic_link_and_keeps_the_mode(tmp_path: Path
     ]
 
 
+def test_update_of_a_file_that_cannot_be_written_says_so_and_keeps_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The OSError of the rename escaped: "error[CD361]: cannot use '.app.test.yaml.<pid>.
+    # <random>.tmp': Operation not permitted" (an immutable file, a read-only disk), and
+    # no case's result was printed.
+    import errno
+
+    from converge_dsl.pipetest import _update
+
+    def refused(path: Path, data: bytes, **_: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(path.parent / ".x.tmp"))
+
+    monkeypatch.setattr(_update, "replace_file", refused)
+    assert cli("init", tmp_path, "--name", "app")[0] == 0
+    test_file = tmp_path / "app.test.yaml"
+    text = test_file.read_text().replace("stop_reason: converged", "stop_reason: cancelled")
+    test_file.write_text(text)
+    code, out, err = cli("test", "--update", test_file)
+    assert code == 1  # its snapshot failures stay
+    assert err == (
+        f"error[CD336]: cannot update the snapshots of {test_file}: Read-only file system\n"
+        "  hint: the file is as it was and its snapshot failures stay; make it writable "
+        "and run --update again, or edit the values by hand\n"
+    )
+    assert "stop reason differs from the expectation" in out
+    assert untimed(out).endswith("1 passed, 2 failed in Ns\n")
+    assert test_file.read_text() == text
+
+
 def test_update_leaves_a_value_shared_through_an_anchor_and_says_so(tmp_path: Path) -> None:
     assert cli("init", tmp_path, "--name", "app")[0] == 0
     test_file = tmp_path / "app.test.yaml"
@@ -255,6 +285,43 @@ def test_invalid_test_files_are_counted_in_the_summary(tmp_path: Path) -> None:
     code, out, err = cli("test", tmp_path / "empty.test.yaml", tmp_path / "broken.test.yaml")
     assert (code, out) == (2, "")
     assert err.endswith("\n2 errors in 2 files\n")
+
+
+def test_a_pipeline_that_is_a_folder_is_named_as_a_folder(tmp_path: Path) -> None:
+    # It was "pipeline file 'app' is not there", of a folder that is there.
+    (tmp_path / "app").mkdir()
+    test_file = tmp_path / "t.test.yaml"
+    test_file.write_text(
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: app\n"
+        "cases: [{name: a, expect: {stop_reason: converged}}]\n"
+    )
+    code, _, err = cli("test", test_file)
+    assert code == 2
+    assert "error[CD230]: pipeline file 'app' is a folder, not a file\n" in err
+    assert "hint: name the pipeline file itself; paths are relative to the test file" in err
+
+
+def test_a_missing_pipeline_in_a_folder_that_cannot_be_listed_is_still_not_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Listing the folder for a guess raised PermissionError: "error[CD361]: cannot use".
+    (tmp_path / "locked").mkdir()
+    listed = Path.iterdir
+
+    def iterdir(self: Path) -> object:
+        if self.name == "locked":
+            raise PermissionError(13, "Permission denied", str(self))
+        return listed(self)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    test_file = tmp_path / "t.test.yaml"
+    test_file.write_text(
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: locked/app.yaml\n"
+        "cases: [{name: a, expect: {stop_reason: converged}}]\n"
+    )
+    code, _, err = cli("test", test_file)
+    assert code == 2
+    assert "error[CD230]: pipeline file 'locked/app.yaml' is not there\n" in err
 
 
 def test_a_path_that_is_neither_file_nor_folder_is_named_as_such(tmp_path: Path) -> None:

@@ -98,6 +98,9 @@ def test_a_pass_fail_verdict_scores_one_or_zero(tmp_path: Path) -> None:
     assert "FAIL fits: 0.000 [0.000, 0.278] over 10 cases (threshold 0.5)" in out
 
 
+_SCORE = '{"score": a number from 0 to 1, "reason": "..."}'
+
+
 @pytest.mark.parametrize(
     ("reply", "problem"),
     [
@@ -106,7 +109,12 @@ def test_a_pass_fail_verdict_scores_one_or_zero(tmp_path: Path) -> None:
             '{\\"score\\": 1.5, \\"reason\\": \\"great\\"}',
             "the verdict's score 1.5 is not in [0, 1]",
         ),
-        ('{\\"score\\": 1}', "the verdict gives no `reason` (text)"),
+        ('{\\"score\\": 1}', f"the verdict gives no `reason` (text); a judge answers {_SCORE}"),
+        (
+            '{\\"score\\": \\"0.5\\"}',
+            'the verdict gives `score` as text ("0.5") where a number is needed and gives no '
+            f"`reason` (text); a judge answers {_SCORE}",
+        ),
     ],
 )
 def test_a_bad_verdict_is_a_located_error_that_fails_the_evaluation(
@@ -133,10 +141,20 @@ def test_parse_verdict_unwraps_a_fenced_block_and_checks_the_form() -> None:
     )
     assert parse_verdict('{"pass": true, "reason": "ok"}', "pass") == (1.0, "ok", None)
     assert parse_verdict('{"pass": "yes", "reason": "ok"}', "pass")[2] == (
-        "the verdict gives no `pass` (true or false)"
+        'the verdict gives `pass` as text ("yes") where true or false is needed; '
+        'a judge answers {"pass": true or false, "reason": "..."}'
     )
     assert parse_verdict('{"score": true, "reason": "ok"}', "score")[2] == (
-        "the verdict gives no `score` (a number from 0 to 1)"
+        f"the verdict gives `score` as a boolean (true) where a number is needed; "
+        f"a judge answers {_SCORE}"
+    )
+    assert parse_verdict('{"score": null, "reason": ["x"]}', "score")[2] == (
+        "the verdict gives `score` as null where a number is needed and gives `reason` "
+        f'as a list (["x"]) where text is needed; a judge answers {_SCORE}'
+    )
+    assert parse_verdict("{}", "score")[2] == (
+        f"the verdict gives no `score` (a number) and gives no `reason` (text); "
+        f"a judge answers {_SCORE}"
     )
     assert parse_verdict("[1]", "score")[2] == "the answer is not a JSON object"
 

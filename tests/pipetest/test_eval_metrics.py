@@ -38,6 +38,29 @@ def test_exact_match_reads_the_first_fact_at_the_field() -> None:
     assert _score("exact", key="nothing", field="/category", expected="category") == 0.0
 
 
+@pytest.mark.parametrize(
+    ("found", "expected", "same"),
+    [
+        (True, 1, False),  # Python's True == 1 passed an exact match
+        ({"ok": False}, {"ok": 0}, False),
+        ([1, True], [1, 1], False),
+        ({"n": 1}, {"n": 1.0}, True),
+        ([{"a": [1, "x"]}], [{"a": [1.0, "x"]}], True),
+    ],
+)
+def test_exact_compares_as_json_does(found: object, expected: object, same: bool) -> None:
+    case = EvalCase("c", {}, {"want": expected}, 1)
+    result = {"facts": {"k": [{"id": "f", "data": found}]}}
+    metric = Metric("m", "exact", {"key": "k", "expected": "want"}, None, ("metrics", 0))
+    assert score(metric, case, result) == float(same)
+
+
+def test_set_members_are_compared_as_json() -> None:
+    # true met 1, and an object met the string of its JSON text
+    assert set_score([True, {"a": 1}], [1, '{"a": 1}'], "recall") == 0.0
+    assert set_score([1.0, "x", None, {"a": [1]}], [1, "x", None, {"a": [1]}], "f1") == 1.0
+
+
 def test_a_case_without_the_expected_value_is_not_scored() -> None:
     assert _score("exact", key="tickets", field="/category", expected="absent") is None
 

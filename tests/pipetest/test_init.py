@@ -135,11 +135,45 @@ def test_a_name_yaml_reads_as_no_text_makes_a_valid_project(tmp_path: Path, name
     assert code == 0, out + err
 
 
-def test_init_escapes_control_characters_in_the_folder_it_names(tmp_path: Path) -> None:
-    code, out, _ = cli("init", tmp_path / "a\x1b[31mb", "--name", "demo")
+@pytest.mark.parametrize(
+    "name",
+    [
+        "a\x1b[31mb",
+        "it's \\ here",
+        "tab\there",
+        "new\nline",
+        "caf\u00e9 \u202eevil",
+        "c1\x85",
+        "plain name",
+        os.fsdecode(b"latin\xe9"),  # a name that is not UTF-8
+    ],
+)
+def test_init_names_its_folder_as_a_shell_reads_it_back_and_escaped(
+    tmp_path: Path, name: str
+) -> None:
+    # The folder's name was quoted, then its control characters escaped: `a\x1b[31mb`
+    # inside single quotes, which a shell reads as a folder of another name.
+    import re
+    import shutil
+
+    folder = tmp_path / name
+    code, out, _ = cli("init", folder, "--name", "demo")
     assert code == 0
-    assert "\x1b" not in out
-    assert "a\\x1b[31mb" in out
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", out)
+    assert not re.search("[\udc80-\udcff]", out)
+    (line,) = (line for line in out.splitlines() if line.startswith("next: cd "))
+    word = line.removeprefix("next: cd ").split(" && converge-dsl validate")[0]
+    bash = shutil.which("bash")
+    assert bash is not None
+    pasted = subprocess.run(
+        [bash, "-c", f"cd {word} && pwd"],
+        capture_output=True,
+        env={**os.environ, "LC_ALL": "C.UTF-8"},
+        timeout=30,
+        check=False,
+    )
+    assert pasted.returncode == 0, pasted.stderr
+    assert pasted.stdout == os.fsencode(folder) + b"\n"
 
 
 def test_the_local_hooks_run_what_the_published_hooks_run(tmp_path: Path) -> None:

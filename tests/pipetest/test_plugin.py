@@ -44,6 +44,18 @@ def test_each_case_is_an_item_named_after_the_file_and_case(tmp_path: Path) -> N
     assert "3 passed" in done.stdout
 
 
+def test_a_case_name_with_control_characters_is_an_item_named_escaped(tmp_path: Path) -> None:
+    # pytest printed the case's name as it was: an ESC in it drove the terminal.
+    _copy_example(tmp_path, "incident-triage")
+    test_file = tmp_path / "incident-triage.test.yaml"
+    text = test_file.read_text()
+    test_file.write_text(text.replace("a bad deploy is rolled back first", '"bad \\e[31mred"'))
+    done = _pytest(tmp_path, "-v", "-rA", "--color=no")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "\x1b" not in done.stdout
+    assert "incident-triage.test.yaml::bad \\x1b[31mred PASSED" in done.stdout
+
+
 def test_an_invalid_test_file_is_a_collection_error_with_its_diagnostics(tmp_path: Path) -> None:
     _copy_example(tmp_path, "incident-triage")
     test_file = tmp_path / "incident-triage.test.yaml"

@@ -89,6 +89,13 @@ def test_a_field_that_is_not_there_is_told_from_a_null() -> None:
     assert nulled.text() == "~ k/x\n    /data/due: None -> 1\n"
 
 
+def test_true_and_1_are_different_data() -> None:
+    # Python's True == 1 hid this change
+    a = {"facts": {"k": [{"id": "x", "data": {"done": 1, "n": 2}}]}}
+    b = {"facts": {"k": [{"id": "x", "data": {"done": True, "n": 2.0}}]}}
+    assert diff_results(a, b).text() == "~ k/x\n    /data/done: 1 -> True\n"
+
+
 def _sides(tmp_path: Path) -> tuple[Path, Path]:
     fact = {"id": "x", "content": "same", "confidence": 0.5}
     a = {"stop_reason": "converged", "usage": {"input_tokens": 10}, "facts": {"k": [fact]}}

@@ -33,7 +33,9 @@ def stdio_fixture(
 def time_server() -> StdioServerSpec:
     return StdioServerSpec(
         name="time",
-        command=("mcp-server-time", "--local-timezone", "UTC"),
+        # the interpreter running the tests, not PATH's `mcp-server-time` (the tests' PATH
+        # is PARENT's, taken when they are collected)
+        command=(sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"),
         allow=("convert_time",),
     )
 
