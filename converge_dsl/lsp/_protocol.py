@@ -14,8 +14,9 @@ frame only, never the session.
 `PipelineProtocol.receive` answers, as JSON-RPC errors with their code and a
 message that says what to send instead, every request it cannot hand to a
 feature: a body that is not JSON (ParseError, id null), not a JSON-RPC 2.0
-message (InvalidRequest), params that do not fit the method (InvalidParams,
-each misfit by its place), a request before `initialize` (ServerNotInitialized),
+message (InvalidRequest), a request whose method is not a string
+(InvalidRequest), params that do not fit the method (InvalidParams, each misfit
+by its place), a request before `initialize` (ServerNotInitialized),
 a second `initialize` (which would forget the open documents) or a request after
 `shutdown` (InvalidRequest); a request that fails inside the server is
 an InternalError in words, without a traceback. Notifications it cannot take are dropped,
@@ -26,7 +27,8 @@ client was answered or told in its log (a misfit, a feature's JSON-RPC error, a
 cancel of a request already answered) writes nothing there, a failure inside
 the server its line. A notification no handler takes is dropped: silently when its
 method starts with `$/` (the protocol lets a server ignore those), else said there
-once per method a session; a response to no request of the server's is said once.
+once per method a session; a response to no request of the server's is said once, and so
+is a message with neither method nor id, or a response with neither result nor error.
 
 Params are read by `strict_converter`: a JSON value of the wrong type for a
 string, integer, boolean or number field is a misfit (cattrs would make
@@ -107,10 +109,7 @@ def _exactly(accepted: tuple[type, ...], name: str, value: object, kind: type) -
         value = int(value)
     if isinstance(value, accepted) and (bool in accepted or not isinstance(value, bool)):
         return kind(value)
-    shown = json.dumps(value)
-    if len(shown) > 40:
-        shown = shown[:37] + "..."
-    raise WrongType(f"expected {name}, not {shown}")
+    raise WrongType(f"expected {name}, not {_shown(value)}")
 
 
 class PipelineProtocol(LanguageServerProtocol):
@@ -264,6 +263,8 @@ class PipelineProtocol(LanguageServerProtocol):
                 JsonRpcInvalidRequest('a message is not a JSON-RPC 2.0 object ("jsonrpc": "2.0")'),
             )
             return
+        if not self._well_formed(data):
+            return
         method, is_request = data.get("method"), "id" in data and "method" in data
         refused = self._refusal(method, is_request)
         if refused is not None:
@@ -282,6 +283,35 @@ class PipelineProtocol(LanguageServerProtocol):
                 self.log(f"{misfit.message}; ignored")
             return
         self.handle_message(message)
+
+    def _well_formed(self, data: dict[str, Any]) -> bool:
+        """Whether `data` is a request, a notification or a response; else it is answered
+        (a request: InvalidRequest) or said on stderr
+        once a session (a message with no method nor id, which cannot be answered)."""
+        method = data.get("method")
+        if "method" not in data and "id" not in data:
+            self._once(
+                "no method nor id",
+                "ignoring a message with neither 'method' nor 'id' (a request has both, "
+                "a notification a 'method', a response an 'id')",
+            )
+            return False
+        if "method" not in data and "result" not in data and "error" not in data:
+            self._once(
+                "no result nor error",
+                "ignoring a response with neither 'result' nor 'error' (a response has one)",
+            )
+            return False
+        if "method" not in data:
+            return True  # a response: `_handle_response` takes or drops it
+        if not isinstance(method, str):
+            refused = f"'method' must be a string, not {_shown(method)}"
+            if "id" in data:
+                self.fail(data["id"], JsonRpcInvalidRequest(refused))
+            else:
+                self._once("method not a string", f"ignoring a notification: its {refused}")
+            return False
+        return True
 
     def _knows(self, method: str) -> bool:
         try:
@@ -330,6 +360,12 @@ class PipelineProtocol(LanguageServerProtocol):
         handler = self.fm.features.get(method)
         if handler is not None:
             handler(params)
+
+
+def _shown(value: object) -> str:
+    """`value` as JSON, cut to 40 characters."""
+    shown = json.dumps(value)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
 def _reason(exc: BaseException) -> str:

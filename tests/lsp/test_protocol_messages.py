@@ -1,0 +1,100 @@
+"""What the server does with a message that is not a request, a notification nor a response
+(`PipelineProtocol.receive`), driven in process: the answers it sends and the lines it
+writes on standard error."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from converge_dsl.lsp import build_server
+from converge_dsl.lsp._protocol import PipelineProtocol
+
+HOVER = {"textDocument": {"uri": "file:///x.yaml"}, "position": {"line": 0, "character": 0}}
+LOGGER = "converge_dsl.lsp._protocol"
+
+
+class Server:
+    """An initialized server, driven by `send`; what it sent, as JSON objects."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.protocol: PipelineProtocol = build_server(debounce=0).protocol
+        self.sent: list[dict[str, Any]] = []
+        unstructure = self.protocol._converter.unstructure
+        monkeypatch.setattr(
+            self.protocol,
+            "_send_data",
+            lambda data: self.sent.append(json.loads(json.dumps(data, default=unstructure))),
+        )
+        self.send({"id": 0, "method": "initialize", "params": {"capabilities": {}}})
+        self.sent.clear()
+
+    def send(self, message: dict[str, Any], version: str = "2.0") -> None:
+        self.protocol.receive(json.dumps({"jsonrpc": version, **message}).encode())
+
+    def answers(self) -> list[dict[str, Any]]:
+        return [m for m in self.sent if "method" not in m]
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Server:
+    return Server(monkeypatch)
+
+
+def said(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """What the server wrote on standard error."""
+    return [r.getMessage() for r in caplog.records if r.name == LOGGER]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {},
+        {"params": {}},
+        {"result": 3},
+        {"error": {"code": 1, "message": "m"}},
+    ],
+)
+def test_a_message_with_neither_method_nor_id_is_said_once_in_words(
+    server: Server, caplog: pytest.LogCaptureFixture, message: dict[str, Any]
+) -> None:
+    """It was said in the client's log as "None: the params do not fit the method", once
+    for each such message."""
+    for _ in range(3):
+        server.send(message)
+    assert server.sent == []
+    assert said(caplog) == [
+        "ignoring a message with neither 'method' nor 'id' (a request has both, a "
+        "notification a 'method', a response an 'id') (said once a session)"
+    ]
+
+
+def test_a_response_with_neither_result_nor_error_is_said_once_in_words(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    for _ in range(3):
+        server.send({"id": 3})
+    assert server.sent == []
+    assert said(caplog) == [
+        "ignoring a response with neither 'result' nor 'error' (a response has one) "
+        "(said once a session)"
+    ]
+
+
+def test_a_method_that_is_not_a_string_is_refused_in_words(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.send({"id": 4, "method": 5})
+    server.send({"method": None})
+    assert server.answers() == [
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "error": {"code": -32600, "message": "'method' must be a string, not 5"},
+        }
+    ]
+    assert said(caplog) == [
+        "ignoring a notification: its 'method' must be a string, not null (said once a session)"
+    ]
