@@ -14,7 +14,8 @@ frame only, never the session.
 `PipelineProtocol.receive` answers, as JSON-RPC errors with their code and a
 message that says what to send instead, every request it cannot hand to a
 feature: a body that is not JSON (ParseError, id null), not a JSON-RPC 2.0
-message (InvalidRequest), a request whose method is not a string
+message (InvalidRequest), a request whose id is not a string, an integer or
+null (InvalidRequest, id null: it is not run) or whose method is not a string
 (InvalidRequest), params that do not fit the method (InvalidParams, each misfit
 by its place), a request before `initialize` (ServerNotInitialized),
 a second `initialize` (which would forget the open documents) or a request after
@@ -257,9 +258,9 @@ class PipelineProtocol(LanguageServerProtocol):
             self.fail(None, JsonRpcParseError(f"a message is not JSON ({_reason(exc)})"))
             return
         if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
-            found = data.get("id") if isinstance(data, dict) else None
+            found = _request_id(data.get("id")) if isinstance(data, dict) else None
             self.fail(
-                found,
+                None if found is _NOT_AN_ID else found,
                 JsonRpcInvalidRequest('a message is not a JSON-RPC 2.0 object ("jsonrpc": "2.0")'),
             )
             return
@@ -286,7 +287,7 @@ class PipelineProtocol(LanguageServerProtocol):
 
     def _well_formed(self, data: dict[str, Any]) -> bool:
         """Whether `data` is a request, a notification or a response; else it is answered
-        (a request: InvalidRequest) or said on stderr
+        (a request: InvalidRequest, id null when its id is not an id) or said on stderr
         once a session (a message with no method nor id, which cannot be answered)."""
         method = data.get("method")
         if "method" not in data and "id" not in data:
@@ -304,6 +305,18 @@ class PipelineProtocol(LanguageServerProtocol):
             return False
         if "method" not in data:
             return True  # a response: `_handle_response` takes or drops it
+        if "id" in data:
+            msg_id = _request_id(data["id"])
+            if msg_id is _NOT_AN_ID:
+                self.fail(
+                    None,
+                    JsonRpcInvalidRequest(
+                        f"a request's id {_shown(data['id'])} is not a string, an integer "
+                        "or null: the request is not run"
+                    ),
+                )
+                return False
+            data["id"] = msg_id
         if not isinstance(method, str):
             refused = f"'method' must be a string, not {_shown(method)}"
             if "id" in data:
@@ -360,6 +373,20 @@ class PipelineProtocol(LanguageServerProtocol):
         handler = self.fm.features.get(method)
         if handler is not None:
             handler(params)
+
+
+_NOT_AN_ID = object()
+
+
+def _request_id(value: object) -> object:
+    """`value` as a request's id: a string, an integer (one written `1.0` too: JSON has one
+    number type) or null; `_NOT_AN_ID` for any other value (an array, an object, a bool, a
+    number with a fraction), which JSON-RPC 2.0 does not allow."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if value is None or isinstance(value, str) or type(value) is int:
+        return value
+    return _NOT_AN_ID
 
 
 def _shown(value: object) -> str:

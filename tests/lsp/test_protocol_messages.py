@@ -5,6 +5,7 @@ writes on standard error."""
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -98,3 +99,50 @@ def test_a_method_that_is_not_a_string_is_refused_in_words(
     assert said(caplog) == [
         "ignoring a notification: its 'method' must be a string, not null (said once a session)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("msg_id", "shown"),
+    [([1], "[1]"), ({"n": 1}, '{"n": 1}'), (True, "true"), (False, "false"), (1.5, "1.5")],
+)
+@pytest.mark.parametrize("method", ["textDocument/hover", "shutdown"])
+def test_a_request_whose_id_is_not_an_id_is_refused_with_id_null_and_not_run(
+    server: Server, msg_id: object, shown: str, method: str
+) -> None:
+    """JSON-RPC 2.0 allows a string, a number or null as an id (the protocol an integer or a
+    string): an array or an object was echoed in the answer, `shutdown` with one was run
+    and failed inside pygls (unhashable), a bool was taken for a number."""
+    server.send({"id": msg_id, "method": method, "params": HOVER})
+    assert server.sent == [
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32600,
+                "message": f"a request's id {shown} is not a string, an integer or null: "
+                "the request is not run",
+            },
+        }
+    ]
+    assert not server.protocol.shut_down
+
+
+@pytest.mark.parametrize(("msg_id", "echoed"), [("a", "a"), (7, 7), (7.0, 7), (None, None)])
+def test_a_request_whose_id_is_a_string_a_number_or_null_is_answered_under_it(
+    server: Server, msg_id: object, echoed: object
+) -> None:
+    server.send({"id": msg_id, "method": "textDocument/hover", "params": HOVER})
+    assert server.answers() == [{"jsonrpc": "2.0", "id": echoed, "result": None}]
+
+
+def test_a_message_not_json_rpc_2_with_an_id_not_an_id_is_refused_with_id_null(
+    server: Server,
+) -> None:
+    server.send({"id": [1]}, version="1.0")
+    assert [m["id"] for m in server.answers()] == [None]
+
+
+def test_nothing_is_logged_by_pygls(server: Server, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="pygls")
+    server.send({"id": [1], "method": "shutdown"})
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
