@@ -72,6 +72,8 @@ from pygls.protocol import (
 )
 from pygls.protocol.language_server import lsp_method
 
+from converge_dsl._collector import quiet_collector
+
 MAX_HEADER_LINE = 8 * 1024
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
 # What may come before `initialize` and after `shutdown`.
@@ -235,8 +237,15 @@ class PipelineProtocol(LanguageServerProtocol):
         """pygls's run of a handler. pygls keeps the future of each one that is not
         synchronous by `msg_id`, and takes it back when it answers a request; a
         notification's (a built-in `initialized`, a handler a built-in chains) it kept for
-        the session: that one is dropped once done."""
-        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        the session: that one is dropped once done.
+
+        A synchronous handler runs, and its answer is written, with the objects older than
+        it frozen (`_collector.quiet_collector`): the pipeline's model the server keeps is
+        most of what is alive, and the objects of a large answer (an outline, the semantic
+        tokens of a 5 MB pipeline) made the collector walk it whole, twice a request, half
+        the answer's time."""
+        with quiet_collector():
+            super()._execute_handler(msg_id, handler, callback, args, kwargs)
         answers = isinstance(callback, functools.partial) and callback.func == (
             self._send_handler_result
         )

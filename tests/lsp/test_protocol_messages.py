@@ -4,6 +4,7 @@ writes on standard error."""
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 from typing import Any
@@ -146,3 +147,31 @@ def test_nothing_is_logged_by_pygls(server: Server, caplog: pytest.LogCaptureFix
     caplog.set_level(logging.DEBUG, logger="pygls")
     server.send({"id": [1], "method": "shutdown"})
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_a_request_is_answered_with_the_older_objects_frozen(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The objects of a large answer (the outline or the semantic tokens of a 5 MB pipeline)
+    made the collector walk the whole pipeline model the server keeps, twice a request:
+    half of documentSymbol's time. The older objects are frozen while a request is answered
+    (its answer written too), and given back after."""
+    seen: list[int] = []
+    written: list[int] = []
+    send_data = server.protocol._send_data
+
+    def hover(params: object) -> None:
+        seen.append(gc.get_freeze_count())
+
+    def write(data: Any) -> None:
+        written.append(gc.get_freeze_count())
+        send_data(data)
+
+    monkeypatch.setitem(server.protocol.fm.features, "textDocument/hover", hover)
+    monkeypatch.setattr(server.protocol, "_send_data", write)
+    assert gc.get_freeze_count() == 0
+    server.send({"id": 5, "method": "textDocument/hover", "params": HOVER})
+    assert server.answers() == [{"jsonrpc": "2.0", "id": 5, "result": None}]
+    assert seen[0] > 0
+    assert written[0] > 0
+    assert gc.get_freeze_count() == 0
