@@ -48,7 +48,7 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Optional, Union
 
 import cattrs
 from cattrs.v import format_exception
@@ -96,11 +96,25 @@ class WrongType(TypeError):
 
 
 def strict_converter() -> cattrs.Converter:
-    """pygls's converter, reading each primitive field only from its own JSON type."""
+    """pygls's converter, reading each primitive field only from its own JSON type, and an
+    integer-or-string field (a request's id in `$/cancelRequest`, a progress token) only from
+    an integer or a string: lsprotocol took any value there, and an array or an object then
+    failed inside pygls as unhashable, ending the session."""
     converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
     for kind, (accepted, name) in _JSON_TYPES.items():
         converter.register_structure_hook(kind, functools.partial(_exactly, accepted, name))
+    for either in (Union[int, str], Optional[Union[int, str]]):  # noqa: UP007, UP045
+        converter.register_structure_hook(either, _int_or_str)
     return converter
+
+
+def _int_or_str(value: object, kind: object) -> int | str | None:
+    """`value` as an integer or a string (an integral number written `1.0` is an integer);
+    null as it is: the id of a request may be null (JSON-RPC 2.0), as it was read before."""
+    found = _request_id(value)
+    if found is None or isinstance(found, int | str):
+        return found
+    raise WrongType(f"expected an integer or a string, not {_shown(value)}")
 
 
 def _exactly(accepted: tuple[type, ...], name: str, value: object, kind: type) -> object:

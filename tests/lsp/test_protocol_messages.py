@@ -175,3 +175,27 @@ def test_a_request_is_answered_with_the_older_objects_frozen(
     assert seen[0] > 0
     assert written[0] > 0
     assert gc.get_freeze_count() == 0
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "field"),
+    [
+        ("$/cancelRequest", {"id": [1]}, "id"),
+        ("$/cancelRequest", {"id": {"n": 1}}, "id"),
+        ("window/workDoneProgress/cancel", {"token": [1]}, "token"),
+    ],
+)
+def test_an_id_or_token_that_is_not_an_integer_or_a_string_is_a_misfit(
+    server: Server, method: str, params: dict[str, Any], field: str
+) -> None:
+    """lsprotocol read any value as a request's id or a progress token: an array or an
+    object then failed inside pygls (unhashable) and ended the session, its requests
+    unanswered and a traceback on standard error."""
+    server.send({"method": method, "params": params})
+    server.send({"id": 6, "method": "textDocument/hover", "params": HOVER})
+    assert server.answers() == [{"jsonrpc": "2.0", "id": 6, "result": None}]
+    shown = json.dumps(params[field])
+    assert [m["params"]["message"] for m in server.sent if "method" in m] == [
+        f"converge-dsl: {method}: expected an integer or a string, not {shown} "
+        f"@ message.params.{field}; ignored"
+    ]
