@@ -20,7 +20,8 @@ null (InvalidRequest, id null: it is not run) or whose method is not a string
 by its place), a request before `initialize` (ServerNotInitialized),
 a second `initialize` (which would forget the open documents) or a request after
 `shutdown` (InvalidRequest); a request that fails inside the server is
-an InternalError in words, without a traceback. Notifications it cannot take are dropped,
+an InternalError in words, without a traceback (and so is one that fails in pygls's own
+handling of a message: the session goes on). Notifications it cannot take are dropped,
 and said in the client's log (`window/logMessage`): an editor cannot answer
 them, but its user can read why. `quiet_pygls` makes pygls's own log one line
 a record on standard error, without the tracebacks it attaches; a refusal the
@@ -306,7 +307,13 @@ class PipelineProtocol(LanguageServerProtocol):
             else:
                 self.log(f"{misfit.message}; ignored")
             return
-        self.handle_message(message)
+        try:
+            self.handle_message(message)
+        except Exception as exc:  # one message never ends the session
+            _LOG.error("%s failed inside the server (%s: %s)", method, type(exc).__name__, exc)
+            if is_request:  # answered in words (`_send_response`)
+                failed = JsonRpcInternalError(f"{type(exc).__name__}: {exc}")
+                self._send_response(data["id"], error=failed.to_response_error())
 
     def _well_formed(self, data: dict[str, Any]) -> bool:
         """Whether `data` is a request, a notification or a response; else it is answered

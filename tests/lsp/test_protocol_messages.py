@@ -199,3 +199,25 @@ def test_an_id_or_token_that_is_not_an_integer_or_a_string_is_a_misfit(
         f"converge-dsl: {method}: expected an integer or a string, not {shown} "
         f"@ message.params.{field}; ignored"
     ]
+
+
+def test_a_message_that_fails_in_pyglss_own_handling_leaves_the_session_going(
+    server: Server, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Such a failure went up through the reading of the input and ended the session."""
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("broken")
+
+    monkeypatch.setattr(server.protocol, "_handle_cancel_notification", broken)
+    monkeypatch.setattr(server.protocol, "_handle_request", broken)
+    server.send({"method": "$/cancelRequest", "params": {"id": 1}})
+    server.send({"id": 7, "method": "textDocument/hover", "params": HOVER})
+    (answer,) = server.answers()
+    assert answer["id"] == 7
+    assert answer["error"]["code"] == -32603
+    assert "RuntimeError: broken" in answer["error"]["message"]
+    assert said(caplog) == [
+        "$/cancelRequest failed inside the server (RuntimeError: broken)",
+        "textDocument/hover failed inside the server (RuntimeError: broken)",
+    ]
