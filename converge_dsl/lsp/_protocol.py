@@ -9,7 +9,8 @@ bounded whatever arrives; a length over the limit, or not a number, drops its
 header. Bytes that are not a header (the rest of a body shorter than its
 length said, a body sent without a header) are skipped up to the next
 `Content-Length` header, even one on the same line: one bad frame loses that
-frame only, never the session.
+frame only, never the session. Two `Content-Length` headers of different values
+drop the frame too: reading the larger would take the frames after it.
 
 `PipelineProtocol.receive` answers, as JSON-RPC errors with their code and a
 message that says what to send instead, every request it cannot hand to a
@@ -469,11 +470,13 @@ async def read_frames(
 ) -> None:
     """Hand each frame's body to `protocol.receive` until the stream ends or `stop` is set."""
     length: int | None = None
+    written: bytes | None = None  # the Content-Length of the headers being read, as written
     while not stop.is_set():
         line = await frames.line()
         if not line:
             return
         if not line.strip():
+            written = None
             if length is None:
                 continue
             body = await frames.body(length)
@@ -486,15 +489,27 @@ async def read_frames(
         if header is None:
             continue  # another header, or bytes between frames
         value = header.group(1).strip()
+        if written is not None and value != written:
+            # Which one is the body's? Either read could take the frames after it.
+            length = None
+            protocol.log(
+                f"a message has two Content-Length headers ({_ascii(written)!r} and "
+                f"{_ascii(value)!r}): the message is skipped"
+            )
+            continue
+        written = value
         length = int(value) if value.isdigit() and len(value) <= 20 else None
         if length is not None and length > limit:
             length = None
         if length is None:
-            shown = value[:40].decode("ascii", "replace")
             protocol.log(
-                f"a message's Content-Length {shown!r} is not a number of bytes up to {limit}: "
-                "the message is skipped"
+                f"a message's Content-Length {_ascii(value)!r} is not a number of bytes up to "
+                f"{limit}: the message is skipped"
             )
+
+
+def _ascii(value: bytes) -> str:
+    return value[:40].decode("ascii", "replace")
 
 
 class _FirstLine(logging.Formatter):

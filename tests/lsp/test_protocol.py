@@ -142,6 +142,7 @@ def wire(project: Path) -> Iterator[Wire]:
         b"Content-Length: 99999999999999999999\r\n\r\n{}",  # past any index
         b"Content-Length: 3000000000\r\n\r\n{}",  # over the limit
         b"Content-Length: twelve\r\n\r\n{}",
+        b"Content-Length: 2\r\nContent-Length: 500\r\n\r\n{}",  # the larger took what follows
     ],
 )
 def test_a_bad_frame_loses_that_frame_only(wire: Wire, project: Path, bad: bytes) -> None:
