@@ -42,6 +42,7 @@ as pygls writes it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -463,6 +464,38 @@ class Frames:
 
     async def _run(self, read: Callable[[int], bytes], size: int) -> bytes:
         return await asyncio.get_running_loop().run_in_executor(self.executor, read, size)
+
+
+class Output:
+    """The stream the client reads, written and flushed a message at a time (pygls's writer).
+
+    Once the client has closed it (a broken pipe, or any other failure to write), the
+    client is gone: nothing is written again, and `stop` is set, so the server ends at
+    the next message it reads (or the end of its input). Writing on raised from a future's
+    callback, where pygls and `concurrent.futures` wrote a traceback for each message,
+    and the server served a client that could read none of it.
+    """
+
+    def __init__(self, stream: BinaryIO, stop: threading.Event) -> None:
+        self.stream = stream
+        self.stop = stop
+        self.gone = False
+
+    def write(self, data: bytes) -> None:
+        if self.gone:
+            return
+        try:
+            self.stream.write(data)
+            self.stream.flush()
+        except OSError as exc:
+            self.gone = True
+            self.stop.set()
+            _LOG.error("the client no longer reads the server's output (%s): stopping", exc)
+
+    def close(self) -> None:
+        """Close the stream; the bytes a gone client did not read are dropped."""
+        with contextlib.suppress(OSError):
+            self.stream.close()
 
 
 async def read_frames(
