@@ -50,39 +50,35 @@ def said(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == LOGGER]
 
 
+_NO_METHOD_NOR_ID = (
+    "ignoring a message with neither 'method' nor 'id' (a request has both, a notification a "
+    "'method', a response an 'id') (said once a session)"
+)
+_NO_RESULT_NOR_ERROR = (
+    "ignoring a response with neither 'result' nor 'error' (a response has one) "
+    "(said once a session)"
+)
+
+
 @pytest.mark.parametrize(
-    "message",
+    ("message", "why"),
     [
-        {},
-        {"params": {}},
-        {"result": 3},
-        {"error": {"code": 1, "message": "m"}},
+        ({}, _NO_METHOD_NOR_ID),
+        ({"params": {}}, _NO_METHOD_NOR_ID),
+        ({"result": 3}, _NO_METHOD_NOR_ID),
+        ({"error": {"code": 1, "message": "m"}}, _NO_METHOD_NOR_ID),
+        ({"id": 3}, _NO_RESULT_NOR_ERROR),
     ],
 )
-def test_a_message_with_neither_method_nor_id_is_said_once_in_words(
-    server: Server, caplog: pytest.LogCaptureFixture, message: dict[str, Any]
+def test_a_message_that_lacks_its_method_or_id_is_said_once_in_words(
+    server: Server, caplog: pytest.LogCaptureFixture, message: dict[str, Any], why: str
 ) -> None:
     """It was said in the client's log as "None: the params do not fit the method", once
     for each such message."""
     for _ in range(3):
         server.send(message)
     assert server.sent == []
-    assert said(caplog) == [
-        "ignoring a message with neither 'method' nor 'id' (a request has both, a "
-        "notification a 'method', a response an 'id') (said once a session)"
-    ]
-
-
-def test_a_response_with_neither_result_nor_error_is_said_once_in_words(
-    server: Server, caplog: pytest.LogCaptureFixture
-) -> None:
-    for _ in range(3):
-        server.send({"id": 3})
-    assert server.sent == []
-    assert said(caplog) == [
-        "ignoring a response with neither 'result' nor 'error' (a response has one) "
-        "(said once a session)"
-    ]
+    assert said(caplog) == [why]
 
 
 def test_a_method_that_is_not_a_string_is_refused_in_words(
