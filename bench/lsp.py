@@ -43,6 +43,18 @@ The burst's last line: `lsp burst edit us: X  cpu us: Y  document/pygls: Z`.
 The issue's absolute targets (p95 <= 150 ms and <= 50 ms) are for a quiet
 machine; the ratios are what compare across machines and loads.
 
+A third part (`--outline-only` runs it alone) takes a pipeline of `--outline-mb`
+(5 MB: about 17,000 suggestors, 150,000 lines), opened in a server of this
+checkout and, with `--before OTHER-CHECKOUT`, in one of that checkout too (each
+in its own folder), then asks each server in turn for `documentSymbol` and
+`semanticTokens/full`, `--outline-repeat` rounds after one that makes the
+editor model:
+
+  (f) the wall time of each request and the server's CPU time for it (from /proc),
+      the minimum of the rounds, per checkout, and before/after ratios.
+
+Its last line: `lsp outline documentSymbol ms: X  semanticTokens ms: Y ...`.
+
 On a shared machine the wall times carry the waits for a core. The CPU time
 the server spent on the edits (read from /proc on Linux: its user and system
 time before and after them, over the number of edits) against validate's own
@@ -55,6 +67,7 @@ measures another checkout with the same benchmark (before/after comparisons).
 
 Run: .venv/bin/python bench/lsp.py [--suggestors N] [--edits E] [--completions C]
      [--burst-only] [--burst-suggestors N] [--burst-edits E] [--burst-repeat R]
+     [--outline-only] [--outline-mb M] [--outline-repeat R] [--before OTHER-CHECKOUT]
 """
 
 from __future__ import annotations
@@ -138,8 +151,8 @@ class Driver:
                 self.published[params.version] = time.perf_counter()
                 self.event.set()
 
-    async def start(self, folder: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": str(_checkout())}
+    async def start(self, folder: Path, checkout: Path | None = None) -> None:
+        env = {**os.environ, "PYTHONPATH": str(checkout or _checkout())}
         # In the pipeline's folder, as an editor starts it: `-m` puts the working
         # folder first on the path, and the code measured is the one on PYTHONPATH.
         await self.client.start_io(
@@ -188,13 +201,15 @@ def _change(where: lsp.Position, typed: str, insert: bool) -> lsp.TextDocumentCo
     return lsp.TextDocumentContentChangePartial(range=lsp.Range(where, end), text="")
 
 
-async def _opened(path: Path, timeout: float = 60) -> tuple[Driver, int | None, str, str]:
-    """A server started on `path`'s folder with `path` open and its first diagnostics
-    published (within `timeout` seconds): the driver, the server's process id, the
-    document's URI and text."""
+async def _opened(
+    path: Path, timeout: float = 60, checkout: Path | None = None
+) -> tuple[Driver, int | None, str, str]:
+    """A server (of `checkout`, default this one) started on `path`'s folder with `path`
+    open and its first diagnostics published (within `timeout` seconds): the driver, the
+    server's process id, the document's URI and text."""
     before = set(_children())
     driver = Driver()
-    await driver.start(path.parent)
+    await driver.start(path.parent, checkout)
     server = next(iter(set(_children()) - before), None)
     uri = path.as_uri()
     text = path.read_text(encoding="utf-8")
@@ -342,6 +357,79 @@ def burst(suggestors: int, edits: int, repeat: int) -> None:
     print(f"lsp burst edit us: {wall * 1e6:.1f}  cpu us: {cpu}  document/pygls: {ratio}")
 
 
+async def _outline_times(
+    paths: dict[str, Path], checkouts: dict[str, Path], repeat: int
+) -> dict[str, dict[str, list[float]]]:
+    """Per checkout, the seconds of each `documentSymbol` and `semanticTokens/full` request
+    on its copy of the pipeline, the servers asked in turn, `repeat` rounds."""
+    drivers = {}
+    for name, path in paths.items():
+        driver, pid, uri, _ = await _opened(path, timeout=600, checkout=checkouts[name])
+        drivers[name] = (driver, pid, lsp.TextDocumentIdentifier(uri))
+    requests = {
+        "documentSymbol": lambda d, doc: d.client.text_document_document_symbol_async(
+            lsp.DocumentSymbolParams(doc)
+        ),
+        "semanticTokens": lambda d, doc: d.client.text_document_semantic_tokens_full_async(
+            lsp.SemanticTokensParams(doc)
+        ),
+    }
+    times: dict[str, dict[str, list[float]]] = {
+        n: {k: [] for r in requests for k in (r, f"{r} cpu")} for n in paths
+    }
+    for round_ in range(repeat + 1):  # the first round makes each server's editor model
+        for name, (driver, pid, doc) in drivers.items():
+            for request, send in requests.items():
+                cpu = _cpu_seconds(pid) if pid is not None else None
+                start = time.perf_counter()
+                answer = await send(driver, doc)
+                wall = time.perf_counter() - start
+                cpu_end = _cpu_seconds(pid) if pid is not None else None
+                if not answer or (request == "semanticTokens" and not answer.data):
+                    sys.exit(f"{name}: {request} answered nothing")
+                if round_:
+                    times[name][request].append(wall)
+                    if cpu is not None and cpu_end is not None:
+                        times[name][f"{request} cpu"].append(cpu_end - cpu)
+    for driver, _, _ in drivers.values():
+        await driver.stop()
+    return times
+
+
+def outline(megabytes: float, before: Path | None, repeat: int) -> None:
+    """The third part: `documentSymbol` and `semanticTokens/full` on a pipeline of about
+    `megabytes` MB, from this checkout and (`--before`) another one, interleaved."""
+    per_suggestor = len(generate(100).encode()) / 100
+    suggestors = int(megabytes * 1e6 / per_suggestor)
+    text = generate(suggestors)
+    checkouts = {"after": _checkout()}
+    if before is not None:
+        checkouts = {"before": before.resolve(), **checkouts}
+    with tempfile.TemporaryDirectory() as folder:
+        paths = {}
+        for name in checkouts:  # a folder each: a server analyses what its folder holds
+            (Path(folder) / name).mkdir()
+            paths[name] = Path(folder) / name / f"outline-{suggestors}.yaml"
+            paths[name].write_text(text, encoding="utf-8")
+        times = asyncio.run(_outline_times(paths, checkouts, repeat))
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(
+        f"outline: {suggestors} suggestors ({len(text.encode()) / 1e6:.1f} MB, "
+        f"{text.count(chr(10))} lines); load average {load}; min of {repeat}, interleaved"
+    )
+    for name, checkout in checkouts.items():
+        figures = "  ".join(f"{r}: {min(t) * 1000:7.1f} ms" for r, t in times[name].items() if t)
+        print(f"{name:6} {figures}  ({checkout})")
+    shown = {r: t for r, t in times["after"].items() if t}
+    last = "  ".join(f"{r.replace(' ', '-')} ms: {min(t) * 1000:.1f}" for r, t in shown.items())
+    if "before" in times:
+        last += "  " + "  ".join(
+            f"{r.replace(' ', '-')} before/after: {min(times['before'][r]) / min(t):.2f}"
+            for r, t in shown.items()
+        )
+    print(f"lsp outline {last}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--suggestors", type=int, default=1000)
@@ -352,7 +440,14 @@ def main() -> None:
     parser.add_argument("--burst-edits", type=int, default=1000)
     parser.add_argument("--burst-repeat", type=int, default=3)
     parser.add_argument("--burst-only", action="store_true")
+    parser.add_argument("--outline-mb", type=float, default=5.0)
+    parser.add_argument("--outline-repeat", type=int, default=5)
+    parser.add_argument("--before", type=Path, help="a checkout to compare the outline with")
+    parser.add_argument("--outline-only", action="store_true")
     args = parser.parse_args()
+    if args.outline_only:
+        outline(args.outline_mb, args.before, args.outline_repeat)
+        return
     if args.burst_only:
         burst(args.burst_suggestors, args.burst_edits, args.burst_repeat)
         return
@@ -385,6 +480,7 @@ def main() -> None:
         f"completion-p95/validate: {_p(completions, 0.95) / validate:.2f}"
     )
     burst(args.burst_suggestors, args.burst_edits, args.burst_repeat)
+    outline(args.outline_mb, args.before, args.outline_repeat)
 
 
 if __name__ == "__main__":

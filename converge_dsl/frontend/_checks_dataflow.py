@@ -34,10 +34,12 @@ it says nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._escapes import UNSHOWN
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan, did_you_mean
 from converge_dsl.frontend._dataflow import KeyRead, read_span, reads, stop_guards, word_span
 from converge_dsl.frontend._facts import PipelineFacts
@@ -158,7 +160,7 @@ def _unknown(
     guess: str | None,
 ) -> Diagnostic:
     key = found[index].key
-    return _located(
+    diagnostic = _located(
         doc,
         site,
         found,
@@ -169,6 +171,29 @@ def _unknown(
         hint=f"did you mean {guess!r}?" if guess else f"declare it: keys: [{{name: {key}}}]",
         severity=Severity.ERROR,
     )
+    unshown = re.findall(UNSHOWN, str(key))
+    span = diagnostic.span
+    if not unshown or span is None or span.line != span.end_line:
+        return diagnostic
+    written = doc.line(span.line)[span.column - 1 : span.end_column - 1]
+    spelled = "; ".join(_spelled(char, written) for char in dict.fromkeys(unshown))
+    return diagnostic._replace(message=f"{diagnostic.message} ({spelled})")
+
+
+# An escape of a double-quoted YAML scalar that writes one character by its number.
+_NUMBERED_ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})")
+
+
+def _spelled(char: str, written: str) -> str:
+    """How the file writes `char`, a character a terminal would act on (a bidi control, a
+    control character), in `written`, the key's source text: the character itself, which
+    the message and the excerpt show escaped (`\\u202e`) and an editor may not show at all,
+    or an escape (`\\u202E`, `\\x85`, `\\N`), which the user can search for."""
+    name = f"U+{ord(char):04X}"
+    if char in written:
+        return f"{name} is written as the character itself, invisible in most editors"
+    numbered = [e for e in _NUMBERED_ESCAPE.findall(written) if chr(int(e[2:], 16)) == char]
+    return f"{name} is written as {' or '.join(dict.fromkeys(numbered)) or 'an escape'}"
 
 
 def unknown_reads(

@@ -99,15 +99,34 @@ class Lines:
 
     def position(self, line: int, column: int) -> lsp.Position:
         """The editor's position of the loader's 1-based (line, code-point column)."""
+        return lsp.Position(*self.editor_point(line, column))
+
+    def plain(self, line: int) -> bool:
+        """Whether the loader's `line` is the protocol's line `line - 1` and its columns are
+        UTF-16 columns plus one (an ASCII line, no other YAML break in the text, no byte
+        order mark before it): its positions need no conversion."""
+        return (
+            self._starts is None
+            and not (line == 1 and self._bom)
+            and 1 <= line <= len(self.lines)
+            and self.lines[line - 1].isascii()
+        )
+
+    def editor_point(self, line: int, column: int) -> tuple[int, int]:
+        """`position` as (line, character), without making the protocol's object: what
+        a feature answering a position for each of many thousand tokens calls."""
         starts = self._starts
+        if starts is None and 1 < line <= len(self.lines):  # the common case, inline
+            before = self.lines[line - 1][: column - 1] if column > 1 else ""
+            return line - 1, len(before) if before.isascii() else utf16_column(before, column)
         if starts is None or not 1 <= line <= len(starts):
             past = 0 if starts is None else len(self._editor) - len(starts)
             character = utf16_column(self.line(line), column)
             if line == 1 and starts is None:
                 character += self._bom
-            return lsp.Position(max(line - 1 + past, 0), character)
+            return max(line - 1 + past, 0), character
         index, start = starts[line - 1]
-        return lsp.Position(index, utf16_column(self._editor[index], start + column))
+        return index, utf16_column(self._editor[index], start + column)
 
     def range(self, span: SourceSpan) -> lsp.Range:
         return lsp.Range(

@@ -9,16 +9,20 @@ bounded whatever arrives; a length over the limit, or not a number, drops its
 header. Bytes that are not a header (the rest of a body shorter than its
 length said, a body sent without a header) are skipped up to the next
 `Content-Length` header, even one on the same line: one bad frame loses that
-frame only, never the session.
+frame only, never the session. Two `Content-Length` headers of different values
+drop the frame too: reading the larger would take the frames after it.
 
 `PipelineProtocol.receive` answers, as JSON-RPC errors with their code and a
 message that says what to send instead, every request it cannot hand to a
 feature: a body that is not JSON (ParseError, id null), not a JSON-RPC 2.0
-message (InvalidRequest), params that do not fit the method (InvalidParams,
-each misfit by its place), a request before `initialize` (ServerNotInitialized),
+message (InvalidRequest), a request whose id is not a string, an integer or
+null (InvalidRequest, id null: it is not run) or whose method is not a string
+(InvalidRequest), params that do not fit the method (InvalidParams, each misfit
+by its place), a request before `initialize` (ServerNotInitialized),
 a second `initialize` (which would forget the open documents) or a request after
 `shutdown` (InvalidRequest); a request that fails inside the server is
-an InternalError in words, without a traceback. Notifications it cannot take are dropped,
+an InternalError in words, without a traceback (and so is one that fails in pygls's own
+handling of a message: the session goes on). Notifications it cannot take are dropped,
 and said in the client's log (`window/logMessage`): an editor cannot answer
 them, but its user can read why. `quiet_pygls` makes pygls's own log one line
 a record on standard error, without the tracebacks it attaches; a refusal the
@@ -26,7 +30,8 @@ client was answered or told in its log (a misfit, a feature's JSON-RPC error, a
 cancel of a request already answered) writes nothing there, a failure inside
 the server its line. A notification no handler takes is dropped: silently when its
 method starts with `$/` (the protocol lets a server ignore those), else said there
-once per method a session; a response to no request of the server's is said once.
+once per method a session; a response to no request of the server's is said once, and so
+is a message with neither method nor id, or a response with neither result nor error.
 
 Params are read by `strict_converter`: a JSON value of the wrong type for a
 string, integer, boolean or number field is a misfit (cattrs would make
@@ -37,6 +42,7 @@ as pygls writes it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -45,7 +51,7 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Optional, Union
 
 import cattrs
 from cattrs.v import format_exception
@@ -69,6 +75,8 @@ from pygls.protocol import (
 )
 from pygls.protocol.language_server import lsp_method
 
+from converge_dsl._collector import quiet_collector
+
 MAX_HEADER_LINE = 8 * 1024
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
 # What may come before `initialize` and after `shutdown`.
@@ -91,11 +99,25 @@ class WrongType(TypeError):
 
 
 def strict_converter() -> cattrs.Converter:
-    """pygls's converter, reading each primitive field only from its own JSON type."""
+    """pygls's converter, reading each primitive field only from its own JSON type, and an
+    integer-or-string field (a request's id in `$/cancelRequest`, a progress token) only from
+    an integer or a string: lsprotocol took any value there, and an array or an object then
+    failed inside pygls as unhashable, ending the session."""
     converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
     for kind, (accepted, name) in _JSON_TYPES.items():
         converter.register_structure_hook(kind, functools.partial(_exactly, accepted, name))
+    for either in (Union[int, str], Optional[Union[int, str]]):  # noqa: UP007, UP045
+        converter.register_structure_hook(either, _int_or_str)
     return converter
+
+
+def _int_or_str(value: object, kind: object) -> int | str | None:
+    """`value` as an integer or a string (an integral number written `1.0` is an integer);
+    null as it is: the id of a request may be null (JSON-RPC 2.0), as it was read before."""
+    found = _request_id(value)
+    if found is None or isinstance(found, int | str):
+        return found
+    raise WrongType(f"expected an integer or a string, not {_shown(value)}")
 
 
 def _exactly(accepted: tuple[type, ...], name: str, value: object, kind: type) -> object:
@@ -107,10 +129,7 @@ def _exactly(accepted: tuple[type, ...], name: str, value: object, kind: type) -
         value = int(value)
     if isinstance(value, accepted) and (bool in accepted or not isinstance(value, bool)):
         return kind(value)
-    shown = json.dumps(value)
-    if len(shown) > 40:
-        shown = shown[:37] + "..."
-    raise WrongType(f"expected {name}, not {shown}")
+    raise WrongType(f"expected {name}, not {_shown(value)}")
 
 
 class PipelineProtocol(LanguageServerProtocol):
@@ -235,8 +254,15 @@ class PipelineProtocol(LanguageServerProtocol):
         """pygls's run of a handler. pygls keeps the future of each one that is not
         synchronous by `msg_id`, and takes it back when it answers a request; a
         notification's (a built-in `initialized`, a handler a built-in chains) it kept for
-        the session: that one is dropped once done."""
-        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        the session: that one is dropped once done.
+
+        A synchronous handler runs, and its answer is written, with the objects older than
+        it frozen (`_collector.quiet_collector`): the pipeline's model the server keeps is
+        most of what is alive, and the objects of a large answer (an outline, the semantic
+        tokens of a 5 MB pipeline) made the collector walk it whole, twice a request, half
+        the answer's time."""
+        with quiet_collector():
+            super()._execute_handler(msg_id, handler, callback, args, kwargs)
         answers = isinstance(callback, functools.partial) and callback.func == (
             self._send_handler_result
         )
@@ -258,11 +284,13 @@ class PipelineProtocol(LanguageServerProtocol):
             self.fail(None, JsonRpcParseError(f"a message is not JSON ({_reason(exc)})"))
             return
         if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
-            found = data.get("id") if isinstance(data, dict) else None
+            found = _request_id(data.get("id")) if isinstance(data, dict) else None
             self.fail(
-                found,
+                None if found is _NOT_AN_ID else found,
                 JsonRpcInvalidRequest('a message is not a JSON-RPC 2.0 object ("jsonrpc": "2.0")'),
             )
+            return
+        if not self._well_formed(data):
             return
         method, is_request = data.get("method"), "id" in data and "method" in data
         refused = self._refusal(method, is_request)
@@ -281,7 +309,54 @@ class PipelineProtocol(LanguageServerProtocol):
             else:
                 self.log(f"{misfit.message}; ignored")
             return
-        self.handle_message(message)
+        try:
+            self.handle_message(message)
+        except Exception as exc:  # one message never ends the session
+            _LOG.error("%s failed inside the server (%s: %s)", method, type(exc).__name__, exc)
+            if is_request:  # answered in words (`_send_response`)
+                failed = JsonRpcInternalError(f"{type(exc).__name__}: {exc}")
+                self._send_response(data["id"], error=failed.to_response_error())
+
+    def _well_formed(self, data: dict[str, Any]) -> bool:
+        """Whether `data` is a request, a notification or a response; else it is answered
+        (a request: InvalidRequest, id null when its id is not an id) or said on stderr
+        once a session (a message with no method nor id, which cannot be answered)."""
+        method = data.get("method")
+        if "method" not in data and "id" not in data:
+            self._once(
+                "no method nor id",
+                "ignoring a message with neither 'method' nor 'id' (a request has both, "
+                "a notification a 'method', a response an 'id')",
+            )
+            return False
+        if "method" not in data and "result" not in data and "error" not in data:
+            self._once(
+                "no result nor error",
+                "ignoring a response with neither 'result' nor 'error' (a response has one)",
+            )
+            return False
+        if "method" not in data:
+            return True  # a response: `_handle_response` takes or drops it
+        if "id" in data:
+            msg_id = _request_id(data["id"])
+            if msg_id is _NOT_AN_ID:
+                self.fail(
+                    None,
+                    JsonRpcInvalidRequest(
+                        f"a request's id {_shown(data['id'])} is not a string, an integer "
+                        "or null: the request is not run"
+                    ),
+                )
+                return False
+            data["id"] = msg_id
+        if not isinstance(method, str):
+            refused = f"'method' must be a string, not {_shown(method)}"
+            if "id" in data:
+                self.fail(data["id"], JsonRpcInvalidRequest(refused))
+            else:
+                self._once("method not a string", f"ignoring a notification: its {refused}")
+            return False
+        return True
 
     def _knows(self, method: str) -> bool:
         try:
@@ -332,6 +407,26 @@ class PipelineProtocol(LanguageServerProtocol):
             handler(params)
 
 
+_NOT_AN_ID = object()
+
+
+def _request_id(value: object) -> object:
+    """`value` as a request's id: a string, an integer (one written `1.0` too: JSON has one
+    number type) or null; `_NOT_AN_ID` for any other value (an array, an object, a bool, a
+    number with a fraction), which JSON-RPC 2.0 does not allow."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if value is None or isinstance(value, str) or type(value) is int:
+        return value
+    return _NOT_AN_ID
+
+
+def _shown(value: object) -> str:
+    """`value` as JSON, cut to 40 characters."""
+    shown = json.dumps(value)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
 def _reason(exc: BaseException) -> str:
     return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
 
@@ -371,16 +466,50 @@ class Frames:
         return await asyncio.get_running_loop().run_in_executor(self.executor, read, size)
 
 
+class Output:
+    """The stream the client reads, written and flushed a message at a time (pygls's writer).
+
+    Once the client has closed it (a broken pipe, or any other failure to write), the
+    client is gone: nothing is written again, and `stop` is set, so the server ends at
+    the next message it reads (or the end of its input). Writing on raised from a future's
+    callback, where pygls and `concurrent.futures` wrote a traceback for each message,
+    and the server served a client that could read none of it.
+    """
+
+    def __init__(self, stream: BinaryIO, stop: threading.Event) -> None:
+        self.stream = stream
+        self.stop = stop
+        self.gone = False
+
+    def write(self, data: bytes) -> None:
+        if self.gone:
+            return
+        try:
+            self.stream.write(data)
+            self.stream.flush()
+        except OSError as exc:
+            self.gone = True
+            self.stop.set()
+            _LOG.error("the client no longer reads the server's output (%s): stopping", exc)
+
+    def close(self) -> None:
+        """Close the stream; the bytes a gone client did not read are dropped."""
+        with contextlib.suppress(OSError):
+            self.stream.close()
+
+
 async def read_frames(
     frames: Frames, protocol: PipelineProtocol, stop: threading.Event, limit: int
 ) -> None:
     """Hand each frame's body to `protocol.receive` until the stream ends or `stop` is set."""
     length: int | None = None
+    written: bytes | None = None  # the Content-Length of the headers being read, as written
     while not stop.is_set():
         line = await frames.line()
         if not line:
             return
         if not line.strip():
+            written = None
             if length is None:
                 continue
             body = await frames.body(length)
@@ -393,15 +522,27 @@ async def read_frames(
         if header is None:
             continue  # another header, or bytes between frames
         value = header.group(1).strip()
+        if written is not None and value != written:
+            # Which one is the body's? Either read could take the frames after it.
+            length = None
+            protocol.log(
+                f"a message has two Content-Length headers ({_ascii(written)!r} and "
+                f"{_ascii(value)!r}): the message is skipped"
+            )
+            continue
+        written = value
         length = int(value) if value.isdigit() and len(value) <= 20 else None
         if length is not None and length > limit:
             length = None
         if length is None:
-            shown = value[:40].decode("ascii", "replace")
             protocol.log(
-                f"a message's Content-Length {shown!r} is not a number of bytes up to {limit}: "
-                "the message is skipped"
+                f"a message's Content-Length {_ascii(value)!r} is not a number of bytes up to "
+                f"{limit}: the message is skipped"
             )
+
+
+def _ascii(value: bytes) -> str:
+    return value[:40].decode("ascii", "replace")
 
 
 class _FirstLine(logging.Formatter):

@@ -9,8 +9,12 @@ must be one `validate` accepts there and not one already written for that kind
 (two suggestors, keys... would become one). Accepted: the schema's pattern for
 that kind of name, the whole name matched, and a name the loader reads back,
 written plain as the edits write it, as that same text (`read_back`): not one
-YAML 1.1 or 1.2 reads as a boolean, a number or null (`true`, `on`, `null`,
-`1.5`, `0o17`), which `validate` refuses (CD007, CD008, CD012, CD102, CD108).
+YAML 1.1 or 1.2 reads as a boolean, a number or null (`true`, `on`, `null`, `~`,
+`1.5`, `0o17`, `.inf`), which `validate` refuses (CD007, CD008, CD012, CD102,
+CD108), nor one PyYAML (YAML 1.1, as other tools read the file) reads as a date
+(`2001-12-14`), which `validate` takes as text and such a tool would not. The
+rename is refused with the reason, whatever the places it would write: a name in
+a quoted scalar or an expression would read back, the one in a plain scalar not.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 
 from lsprotocol import types as lsp
 
+from converge_dsl._pyyaml import yaml
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import load_text
 from converge_dsl.keys import BUILTIN_KEYS
@@ -56,13 +61,28 @@ def read_back(name: str) -> str | None:
         first = refused.diagnostics[0]
         return f"{first.message} ({first.code})"
     value = data[0] if isinstance(data, list) and data else None
-    if value == name and isinstance(value, str):
-        return None
-    read = _READ_AS.get(type(value), "another type")
-    return f"YAML reads it as {read}, not as text"
+    if isinstance(value, str) and value != name:
+        return f"YAML reads it as the text {value!r}"
+    if not isinstance(value, str):
+        read = _READ_AS.get(type(value), "another type")
+        return f"YAML reads it as {read}, not as text"
+    resolve = yaml.resolver.Resolver().resolve
+    tag = resolve(yaml.ScalarNode, name, (True, False))  # type: ignore[no-untyped-call]
+    if tag != "tag:yaml.org,2002:str":
+        read = _TAGS_READ_AS.get(tag, tag)
+        return f"YAML 1.1 (PyYAML, and the tools that read the file with it) reads it as {read}"
+    return None
 
 
-_READ_AS = {type(None): "null", bool: "a boolean", int: "an integer", float: "a number"}
+_READ_AS = {
+    type(None): "null",
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number",
+    dict: "a mapping",
+    list: "a list",
+}
+_TAGS_READ_AS = {"tag:yaml.org,2002:timestamp": "a date, not as text"}
 
 
 class RenameRefused(Exception):
@@ -87,11 +107,11 @@ def rename(subject: Subject, position: lsp.Position, new_name: str) -> dict[Path
     if found is None:
         raise RenameRefused("nothing to rename here (a built-in key keeps its name)")
     (kind, name), _ = found
-    if not name_pattern(kind).fullmatch(new_name):
-        raise RenameRefused(f"{new_name!r} is not a valid {kind} name")
     why = read_back(new_name)
     if why is not None:
         raise RenameRefused(f"{new_name!r} is not a valid {kind} name: {why}")
+    if not name_pattern(kind).fullmatch(new_name):
+        raise RenameRefused(f"{new_name!r} is not a valid {kind} name")
     if kind == KEY and new_name in BUILTIN_KEYS:
         raise RenameRefused(f"{new_name!r} is a built-in key")
     if new_name != name and occurrences(subject, (kind, new_name)):

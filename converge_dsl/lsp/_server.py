@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from lsprotocol import types as lsp
-from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -49,7 +48,13 @@ from converge_dsl.lsp._analysis import (
 )
 from converge_dsl.lsp._diagnostics import by_file
 from converge_dsl.lsp._document import Document
-from converge_dsl.lsp._protocol import Frames, PipelineProtocol, read_frames, strict_converter
+from converge_dsl.lsp._protocol import (
+    Frames,
+    Output,
+    PipelineProtocol,
+    read_frames,
+    strict_converter,
+)
 from converge_dsl.lsp._workspace import Workspace
 
 if TYPE_CHECKING:
@@ -112,21 +117,23 @@ class PipelineServer(LanguageServer):
     protocol: PipelineProtocol
 
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
-        """Serve `stdin` and `stdout` (`_protocol.read_frames`) until `exit` or the end of
-        the input (`protocol.shut_down` says whether the client asked for `shutdown`)."""
+        """Serve `stdin` and `stdout` (`_protocol.read_frames`) until `exit`, the end of
+        the input or the client no longer reading `stdout` (`protocol.shut_down` says whether
+        the client asked for `shutdown`); `stdout` is closed then, its unread bytes dropped."""
         if stdin is None or stdout is None:
             raise ValueError("the server serves the streams it is given")
         self._stop_event = stop = threading.Event()
-        self.protocol.set_writer(StdoutWriter(stdout))
+        output = Output(stdout, stop)
+        self.protocol.set_writer(output)
         frames = Frames(stdin, self.thread_pool)
         try:
             asyncio.run(read_frames(frames, self.protocol, stop, self.message_limit()))
-        except BrokenPipeError:
-            pass  # the client is gone: nothing to answer
         except SystemExit:
             pass  # `exit`
         finally:
             self.shutdown()  # type: ignore[no-untyped-call]
+            if output.gone:
+                output.close()
 
     def message_limit(self) -> int:
         """The largest message body read: a document of the file-size cap, each character

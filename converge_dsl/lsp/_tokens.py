@@ -12,7 +12,6 @@ scalar's text is read, at the source map's span: nothing is parsed again.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 from converge_dsl.frontend import LoadedDocument, PipelineFacts, TemplateSite
 from converge_dsl.lsp._positions import Lines, last_line
@@ -28,10 +27,17 @@ _WORDS = frozenset(
     )
 )
 _OPEN = {"{{": "}}", "{%": "%}", "{#": "#}"}
-_CODE = re.compile(
+_TOKEN = (
     r"""(?P<string>'[^']*'?|"[^"]*"?)|(?P<number>\d+(?:\.\d+)?)|(?P<word>[A-Za-z_]\w*)"""
     r"""|(?P<op>==|!=|<=|>=|[-+*/%<>|.,()\[\]~=:])"""
 )
+# The code's tokens, and the closing delimiter awaited before any ("": an expression, none).
+_CODE = {
+    closing: re.compile((f"(?P<close>{re.escape(closing)})|" if closing else "") + _TOKEN)
+    for closing in ("}}", "%}", "")
+}
+_OPENING = re.compile(r"\{[{%#]")
+_OPERATORS = frozenset(("|", "==", "!=", "<=", ">=", "<", ">"))
 
 Token = tuple[int, int, int, int]  # line (1-based), column (1-based, code points), length, type
 
@@ -40,11 +46,12 @@ def tokens(document: LoadedDocument, facts: PipelineFacts) -> list[Token]:
     """Every token of every template and expression, in the order of the text."""
     found: list[Token] = []
     for site in facts.templates:
-        found.extend(_site_tokens(document, site))
+        _site_tokens(document, site, found)
     return sorted(set(found))
 
 
-def _site_tokens(document: LoadedDocument, site: TemplateSite) -> Iterator[Token]:
+def _site_tokens(document: LoadedDocument, site: TemplateSite, found: list[Token]) -> None:
+    """Add the tokens of `site` to `found`."""
     location = document.source_map.get(site.path)
     if location is None:
         return
@@ -60,62 +67,60 @@ def _site_tokens(document: LoadedDocument, site: TemplateSite) -> Iterator[Token
         if style in ("'", '"'):
             start += 1 if number == span.line else 0
             end -= 1 if number == span.end_line else 0
-        state = [inside]
-        for token in _line_tokens(line, start, end, state):
-            yield (number, *token)
-        inside = state[0]
+        inside = _line_tokens(line, number, start, end, inside=inside, found=found)
 
 
 def _line_tokens(
-    line: str, start: int, end: int, state: list[str | None]
-) -> Iterator[tuple[int, int, int]]:
-    """(column, length, type) of the tokens of `line[start:end]`; `state[0]` is the closing
-    delimiter awaited (None: in text; "": an expression, all code) and is kept up to date."""
-    inside = state[0]
+    line: str, number: int, start: int, end: int, *, inside: str | None, found: list[Token]
+) -> str | None:
+    """Add the tokens of `line[start:end]` (line `number`) to `found`; `inside` is the
+    closing delimiter awaited at `start` (None: in text; "": an expression, all code), and
+    the one awaited at `end` is returned."""
     index = start
     previous = ""
     while index < end:
         if inside is None:  # in text: find the next opening delimiter
-            found = [(line.find(o, index, end), o) for o in _OPEN]
-            found = [(at, o) for at, o in found if at >= 0]
-            if not found:
-                return
-            at, opening = min(found)
-            yield at + 1, 2, KEYWORD if opening != "{#" else COMMENT
-            inside, index, previous = _OPEN[opening], at + 2, ""
-            state[0] = inside
-            continue
-        if inside and line.startswith(inside, index):
-            yield index + 1, 2, KEYWORD if inside != "#}" else COMMENT
-            inside, index = None, index + 2
-            state[0] = inside
+            opening = _OPENING.search(line, index, end)
+            if opening is None:
+                return None
+            at = opening.start()
+            found.append((number, at + 1, 2, KEYWORD if opening.group() != "{#" else COMMENT))
+            inside, index, previous = _OPEN[opening.group()], at + 2, ""
             continue
         if inside == "#}":
             close = line.find("#}", index, end)
             stop = end if close < 0 else close
-            yield index + 1, stop - index, COMMENT
-            index = stop
+            if stop > index:
+                found.append((number, index + 1, stop - index, COMMENT))
+            if close < 0:
+                return inside
+            found.append((number, close + 1, 2, COMMENT))
+            inside, index = None, close + 2
             continue
-        match = _CODE.match(line, index, end)
-        if match is None:
-            index += 1
-            continue
-        kind = _kind(match, previous, line, match.end())
-        if kind is not None:
-            yield index + 1, match.end() - index, kind
-        previous = match.group(0)
-        index = match.end()
+        # In code: each token up to the closing delimiter (a string holding it is a string).
+        for match in _CODE[inside].finditer(line, index, end):
+            group, text = match.lastgroup, match.group()
+            if group == "close":
+                found.append((number, match.start() + 1, 2, KEYWORD))
+                inside, index = None, match.end()
+                break
+            kind = _kind(group, text, previous, line, match.end())
+            if kind is not None:
+                found.append((number, match.start() + 1, len(text), kind))
+            previous = text
+        else:
+            return inside
+    return inside
 
 
-def _kind(match: re.Match[str], previous: str, line: str, after: int) -> int | None:
-    if match.group("string"):
+def _kind(group: str | None, text: str, previous: str, line: str, after: int) -> int | None:
+    if group == "string":
         return STRING
-    if match.group("number"):
+    if group == "number":
         return NUMBER
-    if match.group("op"):
-        return OPERATOR if match.group(0) in ("|", "==", "!=", "<=", ">=", "<", ">") else None
-    word = match.group(0)
-    if word in _WORDS:
+    if group == "op":
+        return OPERATOR if text in _OPERATORS else None
+    if text in _WORDS:
         return KEYWORD
     if previous == "|":
         return FUNCTION
@@ -130,11 +135,17 @@ def encode(found: list[Token], lines: Lines) -> list[int]:
     """The protocol's relative encoding (UTF-16 columns)."""
     data: list[int] = []
     previous_line, last_start = 0, 0
-    for number, column, length, kind in found:
-        start = lines.position(number, column)
-        size = lines.position(number, column + length).character - start.character
-        delta_line = start.line - previous_line
-        delta_start = start.character - last_start if delta_line == 0 else start.character
-        data.extend((delta_line, delta_start, size, kind, 0))
-        previous_line, last_start = start.line, start.character
+    point = lines.editor_point
+    current, plain = 0, False
+    for number, column, length, kind in found:  # by line: each line's kind is asked once
+        if number != current:
+            current, plain = number, lines.plain(number)
+        if plain:
+            line, start, size = number - 1, column - 1, length
+        else:
+            line, start = point(number, column)
+            size = point(number, column + length)[1] - start
+        delta_line = line - previous_line
+        data.extend((delta_line, start - last_start if delta_line == 0 else start, size, kind, 0))
+        previous_line, last_start = line, start
     return data

@@ -5,6 +5,7 @@ server), and the exit code says whether the client asked for `shutdown`."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import subprocess
@@ -142,6 +143,7 @@ def wire(project: Path) -> Iterator[Wire]:
         b"Content-Length: 99999999999999999999\r\n\r\n{}",  # past any index
         b"Content-Length: 3000000000\r\n\r\n{}",  # over the limit
         b"Content-Length: twelve\r\n\r\n{}",
+        b"Content-Length: 2\r\nContent-Length: 500\r\n\r\n{}",  # the larger took what follows
     ],
 )
 def test_a_bad_frame_loses_that_frame_only(wire: Wire, project: Path, bad: bytes) -> None:
@@ -586,3 +588,44 @@ def test_responses_to_no_request_of_the_servers_write_one_line_on_standard_error
     assert code == 0
     assert len(stderr.splitlines()) == 1, stderr
     assert "no request of the server's" in stderr
+
+
+def test_a_client_that_stops_reading_ends_the_session_without_a_traceback(project: Path) -> None:
+    """A client that closed the server's output (it exited, keeping its end of the input a
+    moment longer) got a traceback on standard error for each answer the server then
+    wrote, the server served on until its input ended, and it ended with 'error[CD361]:
+    cannot use: Broken pipe'. Now the server stops at the next message, says why in one
+    line, and its exit code is 1 (no 'shutdown')."""
+    process = subprocess.Popen(
+        SERVER, cwd=project, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    initialize = {"processId": None, "rootUri": project.as_uri(), "capabilities": {}}
+    process.stdin.write(
+        frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize})
+    )
+    process.stdin.flush()
+    assert process.stdout.readline().startswith(b"Content-Length")
+    process.stdout.close()
+    try:
+        for number in range(2, 6):
+            hover = {
+                "jsonrpc": "2.0",
+                "id": number,
+                "method": "textDocument/hover",
+                "params": HOVER,
+            }
+            with contextlib.suppress(BrokenPipeError):  # the server may be gone already
+                process.stdin.write(frame(hover))
+                process.stdin.flush()
+            time.sleep(0.2)
+        code = process.wait(20)  # the input still open
+    finally:
+        process.kill()
+        process.wait()
+    stderr = process.stderr.read().decode() if process.stderr is not None else ""
+    assert code == 1
+    assert "Traceback" not in stderr
+    assert "CD361" not in stderr
+    assert "the client no longer reads the server's output" in stderr

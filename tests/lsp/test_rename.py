@@ -158,8 +158,8 @@ async def test_a_new_name_is_one_validate_accepts_for_its_kind(session: Session)
 # written plain, and `validate` then refused the files (CD108, CD102, CD007, CD008, CD012).
 NOT_TEXT = (
     ("name: summarise", 7, ("123", "1.5", "true", "null", "on", "yes", "0x1f", "1_000", "0o17")),
-    ("name: summarise", 7, ("1e3", "1.", "0b11")),
-    ("  default:", 3, ("True", "NULL", "Off", "1.5", "007")),
+    ("name: summarise", 7, ("1e3", "1.", "0b11", "2001-12-14", "~", ".inf")),
+    ("  default:", 3, ("True", "NULL", "Off", "1.5", "007", "0x1F", "2001-12-14", "1e3")),
     ("  queue:", 3, ("null", "True", "on", "Yes")),
     ("[tickets]", 1, ("on", "off", "yes", "no", "null", "true")),
     ("name: has-strategy", 7, ("1", "1.1", "no")),
@@ -178,10 +178,42 @@ async def test_a_new_name_yaml_reads_as_another_type_is_refused(session: Session
                 )
             assert repr(new) in str(refused.value)
     position = session.position("typed.yaml", "name: summarise", 7)
-    for new in ("summarise_2", "v1.5-b", "2001-12-14", "x1e3"):  # text in YAML 1.1 and 1.2 alike
+    for new in ("summarise_2", "v1.5-b", "2001-12-14x", "x1e3"):  # text in YAML 1.1 and 1.2 alike
         assert await session.client.text_document_rename_async(
             lsp.RenameParams(text_document=identifier, position=position, new_name=new)
         )
+
+
+# Each class of name YAML reads as another value than its text, and why the rename says
+# it refuses it: `validate` refused the files it wrote, or read the name as another type.
+WHY = {
+    "2001-12-14": "YAML 1.1 (PyYAML, and the tools that read the file with it) reads it as a "
+    "date, not as text",
+    "true": "YAML reads it as a boolean, not as text",
+    "null": "YAML reads it as null, not as text",
+    "~": "YAML reads it as null, not as text",
+    "1e3": "'1e3' is a number (1000.0) in YAML 1.2 and text in YAML 1.1 (CD008)",
+    "0x1F": "'0x1F' is a hexadecimal number (31); numbers are written in decimal (CD008)",
+    ".inf": "'.inf' is not a number JSON can hold (CD008)",
+    "yes": "'yes' is a boolean in YAML 1.1 and text in YAML 1.2 (CD007)",
+}
+
+
+async def test_each_class_of_name_yaml_reads_as_another_value_is_refused_saying_why(
+    session: Session,
+) -> None:
+    """A model may be named with digits, dots and capitals: each class is refused with its
+    reason (`~` and `.inf` were refused only as 'not a valid model name', and a date was
+    written plain, which PyYAML reads as a date)."""
+    session.open("typed.yaml")
+    identifier = lsp.TextDocumentIdentifier(session.uri("typed.yaml"))
+    position = session.position("typed.yaml", "  default:", 3)
+    for new, why in WHY.items():
+        with pytest.raises(JsonRpcException) as refused:
+            await session.client.text_document_rename_async(
+                lsp.RenameParams(text_document=identifier, position=position, new_name=new)
+            )
+        assert f"{new!r} is not a valid model name: {why}" in str(refused.value)
 
 
 async def test_a_name_already_taken_is_refused(session: Session, project: Path) -> None:

@@ -1,0 +1,219 @@
+"""What the server does with a message that is not a request, a notification nor a response
+(`PipelineProtocol.receive`), driven in process: the answers it sends and the lines it
+writes on standard error."""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+from typing import Any
+
+import pytest
+
+from converge_dsl.lsp import build_server
+from converge_dsl.lsp._protocol import PipelineProtocol
+
+HOVER = {"textDocument": {"uri": "file:///x.yaml"}, "position": {"line": 0, "character": 0}}
+LOGGER = "converge_dsl.lsp._protocol"
+
+
+class Server:
+    """An initialized server, driven by `send`; what it sent, as JSON objects."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.protocol: PipelineProtocol = build_server(debounce=0).protocol
+        self.sent: list[dict[str, Any]] = []
+        unstructure = self.protocol._converter.unstructure
+        monkeypatch.setattr(
+            self.protocol,
+            "_send_data",
+            lambda data: self.sent.append(json.loads(json.dumps(data, default=unstructure))),
+        )
+        self.send({"id": 0, "method": "initialize", "params": {"capabilities": {}}})
+        self.sent.clear()
+
+    def send(self, message: dict[str, Any], version: str = "2.0") -> None:
+        self.protocol.receive(json.dumps({"jsonrpc": version, **message}).encode())
+
+    def answers(self) -> list[dict[str, Any]]:
+        return [m for m in self.sent if "method" not in m]
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Server:
+    return Server(monkeypatch)
+
+
+def said(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """What the server wrote on standard error."""
+    return [r.getMessage() for r in caplog.records if r.name == LOGGER]
+
+
+_NO_METHOD_NOR_ID = (
+    "ignoring a message with neither 'method' nor 'id' (a request has both, a notification a "
+    "'method', a response an 'id') (said once a session)"
+)
+_NO_RESULT_NOR_ERROR = (
+    "ignoring a response with neither 'result' nor 'error' (a response has one) "
+    "(said once a session)"
+)
+
+
+@pytest.mark.parametrize(
+    ("message", "why"),
+    [
+        ({}, _NO_METHOD_NOR_ID),
+        ({"params": {}}, _NO_METHOD_NOR_ID),
+        ({"result": 3}, _NO_METHOD_NOR_ID),
+        ({"error": {"code": 1, "message": "m"}}, _NO_METHOD_NOR_ID),
+        ({"id": 3}, _NO_RESULT_NOR_ERROR),
+    ],
+)
+def test_a_message_that_lacks_its_method_or_id_is_said_once_in_words(
+    server: Server, caplog: pytest.LogCaptureFixture, message: dict[str, Any], why: str
+) -> None:
+    """It was said in the client's log as "None: the params do not fit the method", once
+    for each such message."""
+    for _ in range(3):
+        server.send(message)
+    assert server.sent == []
+    assert said(caplog) == [why]
+
+
+def test_a_method_that_is_not_a_string_is_refused_in_words(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.send({"id": 4, "method": 5})
+    server.send({"method": None})
+    assert server.answers() == [
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "error": {"code": -32600, "message": "'method' must be a string, not 5"},
+        }
+    ]
+    assert said(caplog) == [
+        "ignoring a notification: its 'method' must be a string, not null (said once a session)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("msg_id", "shown"),
+    [([1], "[1]"), ({"n": 1}, '{"n": 1}'), (True, "true"), (False, "false"), (1.5, "1.5")],
+)
+@pytest.mark.parametrize("method", ["textDocument/hover", "shutdown"])
+def test_a_request_whose_id_is_not_an_id_is_refused_with_id_null_and_not_run(
+    server: Server, msg_id: object, shown: str, method: str
+) -> None:
+    """JSON-RPC 2.0 allows a string, a number or null as an id (the protocol an integer or a
+    string): an array or an object was echoed in the answer, `shutdown` with one was run
+    and failed inside pygls (unhashable), a bool was taken for a number."""
+    server.send({"id": msg_id, "method": method, "params": HOVER})
+    assert server.sent == [
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32600,
+                "message": f"a request's id {shown} is not a string, an integer or null: "
+                "the request is not run",
+            },
+        }
+    ]
+    assert not server.protocol.shut_down
+
+
+@pytest.mark.parametrize(("msg_id", "echoed"), [("a", "a"), (7, 7), (7.0, 7), (None, None)])
+def test_a_request_whose_id_is_a_string_a_number_or_null_is_answered_under_it(
+    server: Server, msg_id: object, echoed: object
+) -> None:
+    server.send({"id": msg_id, "method": "textDocument/hover", "params": HOVER})
+    assert server.answers() == [{"jsonrpc": "2.0", "id": echoed, "result": None}]
+
+
+def test_a_message_not_json_rpc_2_with_an_id_not_an_id_is_refused_with_id_null(
+    server: Server,
+) -> None:
+    server.send({"id": [1]}, version="1.0")
+    assert [m["id"] for m in server.answers()] == [None]
+
+
+def test_nothing_is_logged_by_pygls(server: Server, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="pygls")
+    server.send({"id": [1], "method": "shutdown"})
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_a_request_is_answered_with_the_older_objects_frozen(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The objects of a large answer (the outline or the semantic tokens of a 5 MB pipeline)
+    made the collector walk the whole pipeline model the server keeps, twice a request:
+    half of documentSymbol's time. The older objects are frozen while a request is answered
+    (its answer written too), and given back after."""
+    seen: list[int] = []
+    written: list[int] = []
+    send_data = server.protocol._send_data
+
+    def hover(params: object) -> None:
+        seen.append(gc.get_freeze_count())
+
+    def write(data: Any) -> None:
+        written.append(gc.get_freeze_count())
+        send_data(data)
+
+    monkeypatch.setitem(server.protocol.fm.features, "textDocument/hover", hover)
+    monkeypatch.setattr(server.protocol, "_send_data", write)
+    assert gc.get_freeze_count() == 0
+    server.send({"id": 5, "method": "textDocument/hover", "params": HOVER})
+    assert server.answers() == [{"jsonrpc": "2.0", "id": 5, "result": None}]
+    assert seen[0] > 0
+    assert written[0] > 0
+    assert gc.get_freeze_count() == 0
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "field"),
+    [
+        ("$/cancelRequest", {"id": [1]}, "id"),
+        ("$/cancelRequest", {"id": {"n": 1}}, "id"),
+        ("window/workDoneProgress/cancel", {"token": [1]}, "token"),
+    ],
+)
+def test_an_id_or_token_that_is_not_an_integer_or_a_string_is_a_misfit(
+    server: Server, method: str, params: dict[str, Any], field: str
+) -> None:
+    """lsprotocol read any value as a request's id or a progress token: an array or an
+    object then failed inside pygls (unhashable) and ended the session, its requests
+    unanswered and a traceback on standard error."""
+    server.send({"method": method, "params": params})
+    server.send({"id": 6, "method": "textDocument/hover", "params": HOVER})
+    assert server.answers() == [{"jsonrpc": "2.0", "id": 6, "result": None}]
+    shown = json.dumps(params[field])
+    assert [m["params"]["message"] for m in server.sent if "method" in m] == [
+        f"converge-dsl: {method}: expected an integer or a string, not {shown} "
+        f"@ message.params.{field}; ignored"
+    ]
+
+
+def test_a_message_that_fails_in_pyglss_own_handling_leaves_the_session_going(
+    server: Server, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Such a failure went up through the reading of the input and ended the session."""
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("broken")
+
+    monkeypatch.setattr(server.protocol, "_handle_cancel_notification", broken)
+    monkeypatch.setattr(server.protocol, "_handle_request", broken)
+    server.send({"method": "$/cancelRequest", "params": {"id": 1}})
+    server.send({"id": 7, "method": "textDocument/hover", "params": HOVER})
+    (answer,) = server.answers()
+    assert answer["id"] == 7
+    assert answer["error"]["code"] == -32603
+    assert "RuntimeError: broken" in answer["error"]["message"]
+    assert said(caplog) == [
+        "$/cancelRequest failed inside the server (RuntimeError: broken)",
+        "textDocument/hover failed inside the server (RuntimeError: broken)",
+    ]
