@@ -352,7 +352,8 @@ class McpToolServer:
                     codes.TOOL_SERVER_GONE, f"closed the connection{self._stderr()}"
                 )
                 raise self._broken from None
-            return ToolResult(f"tool {tool!r} failed: {exc.error.message}", is_error=True)
+            said = f"tool {tool!r} failed: {exc.error.message}"
+            return cap_result(said, None, True, self.limits.max_result_bytes)
         except Exception as exc:
             self._broken = self._fail(codes.TOOL_SERVER_GONE, f"failed: {_reason(exc)}")
             raise self._broken from None

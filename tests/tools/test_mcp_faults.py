@@ -208,3 +208,24 @@ def test_a_banner_before_the_handshake_is_not_blamed_for_a_later_timeout(tmp_pat
     assert _raw_echo_fails(tmp_path, "hang").message == (
         "tool server 'raw': a call passed call_timeout_s (1 s); the server was stopped"
     )
+
+
+def test_a_long_json_rpc_error_is_cut_at_max_result_bytes(tmp_path: Path) -> None:
+    # A tool's error result was capped, a JSON-RPC error's message was not: the model was
+    # handed all 50,000 characters of it, whatever max_result_bytes said.
+    spec = StdioServerSpec(
+        name="raw",
+        command=(sys.executable, str(RAW), "long-rpc-error"),
+        allow=("echo",),
+        max_result_bytes=1000,
+    )
+    server = McpToolServer(spec, tmp_path, PARENT)
+    try:
+        server.start()
+        result = asyncio.run(server.call("echo", {}))
+    finally:
+        server.close()
+    assert result.is_error
+    assert result.cut
+    assert result.text.startswith("tool 'echo' failed: no such ticket no such ticket")
+    assert result.text.endswith("\n[result cut: 50030 bytes, over the cap of 1000]")
