@@ -229,3 +229,22 @@ def test_a_long_json_rpc_error_is_cut_at_max_result_bytes(tmp_path: Path) -> Non
     assert result.cut
     assert result.text.startswith("tool 'echo' failed: no such ticket no such ticket")
     assert result.text.endswith("\n[result cut: 50030 bytes, over the cap of 1000]")
+
+
+def test_timeouts_past_what_threading_can_wait_start_and_call(tmp_path: Path) -> None:
+    # start_timeout_s: 10000000000 passed validate and the run failed with "suggestor
+    # raised OverflowError: timestamp out of range for platform time_t" (CD912).
+    forever = 10_000_000_000_000.0
+    spec = StdioServerSpec(
+        name="raw",
+        command=(sys.executable, str(RAW), "ok"),
+        allow=("echo",),
+        start_timeout_s=forever,
+        call_timeout_s=forever,
+    )
+    server = McpToolServer(spec, tmp_path, PARENT)
+    try:
+        assert [tool.name for tool in server.start().tools] == ["echo"]
+        assert asyncio.run(server.call("echo", {})).text == "ok"
+    finally:
+        server.close()
