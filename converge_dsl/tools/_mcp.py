@@ -48,6 +48,10 @@ from converge_dsl.tools._port import (
 
 T = TypeVar("T")
 JOIN_TIMEOUT_S = 10.0
+_SLOW_START = (
+    "raise start_timeout_s if the server is slow to start, or start it by hand to see "
+    "where it stalls"
+)
 LINE_OVERHEAD = 65_536  # room for the JSON-RPC envelope and escapes around a result
 FAULT_CHARS = 300  # how much of a fault the client dropped a message for is quoted
 
@@ -131,6 +135,7 @@ class McpToolServer:
             raise self._fail(
                 codes.TOOL_SERVER_NOT_STARTED,
                 f"did not start within {self.limits.start_timeout_s:g} s",
+                hint=_SLOW_START,
             ) from None
         except ToolFailure:
             self.close()
@@ -164,6 +169,7 @@ class McpToolServer:
                         codes.TOOL_SERVER_NOT_STARTED,
                         f"did not answer the MCP handshake and tools/list within "
                         f"{self.limits.start_timeout_s:g} s{self._fault()}{self._stderr()}",
+                        hint=_SLOW_START,
                     ) from None
                 ready.set_result(info)
                 await self._stopped.wait()

@@ -3,7 +3,8 @@ MODE`): it answers the handshake and `tools/list` (one tool, `echo`), then a cal
 MODE says: `not-json` writes a line that is not JSON-RPC and never answers; `long-error`
 answers with the tool's error, `long-rpc-error` with a JSON-RPC error, each of 50,000
 characters. With `twice`, its tools/list names `echo` twice; with `hang`, a call never
-ends. It prints a banner that is not JSON-RPC before anything else, as some servers do."""
+ends; with `slow-list`, tools/list never ends. It prints a banner that is not JSON-RPC
+before anything else, as some servers do."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ def main(mode: str) -> None:
                 "serverInfo": {"name": "raw", "version": "1"},
             }
         elif method == "tools/list":
+            if mode == "slow-list":
+                time.sleep(60)
             tool = {"name": "echo", "inputSchema": {"type": "object"}}
             answer["result"] = {"tools": [tool, tool] if mode == "twice" else [tool]}
         elif method == "tools/call" and mode == "hang":

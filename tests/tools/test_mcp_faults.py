@@ -248,3 +248,23 @@ def test_timeouts_past_what_threading_can_wait_start_and_call(tmp_path: Path) ->
         assert asyncio.run(server.call("echo", {})).text == "ok"
     finally:
         server.close()
+
+
+def test_a_server_slow_to_list_its_tools_is_told_what_to_raise(tmp_path: Path) -> None:
+    # It said "did not answer the MCP handshake and tools/list within 0.5 s" and no more.
+    spec = StdioServerSpec(
+        name="raw",
+        command=(sys.executable, str(RAW), "slow-list"),
+        allow=("echo",),
+        start_timeout_s=0.5,
+    )
+    with pytest.raises(ToolFailure) as caught:
+        McpToolServer(spec, tmp_path, PARENT).start()
+    assert caught.value.code == codes.TOOL_SERVER_NOT_STARTED
+    assert caught.value.message.startswith(
+        "tool server 'raw': did not answer the MCP handshake and tools/list within 0.5 s"
+    )
+    assert caught.value.hint == (
+        "raise start_timeout_s if the server is slow to start, or start it by hand to see "
+        "where it stalls"
+    )
