@@ -253,6 +253,12 @@ class McpToolServer:
 
         cwd = self.base_dir / (spec.cwd or ".")
         program = _program(spec.command[0], cwd, self.environ)
+        if program is None and "/" in spec.command[0] and os.path.isdir(cwd / spec.command[0]):
+            raise self._fail(
+                codes.TOOL_SERVER_NOT_STARTED,
+                f"program {spec.command[0]!r} is a folder, not a program",
+                hint="name the program inside it in `command`",
+            )
         if program is None:
             raise self._fail(
                 codes.TOOL_SERVER_NOT_STARTED,

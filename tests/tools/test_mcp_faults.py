@@ -268,3 +268,13 @@ def test_a_server_slow_to_list_its_tools_is_told_what_to_raise(tmp_path: Path) -
         "raise start_timeout_s if the server is slow to start, or start it by hand to see "
         "where it stalls"
     )
+
+
+def test_a_command_naming_a_folder_says_so(tmp_path: Path) -> None:
+    # It said "program './tools' is not found" and told to install it.
+    (tmp_path / "tools").mkdir()
+    spec = StdioServerSpec(name="dir", command=("./tools",), allow=("echo",))
+    with pytest.raises(ToolFailure) as caught:
+        McpToolServer(spec, tmp_path, PARENT).start()
+    assert caught.value.message == "tool server 'dir': program './tools' is a folder, not a program"
+    assert caught.value.hint == "name the program inside it in `command`"
