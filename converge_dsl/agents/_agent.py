@@ -18,7 +18,7 @@ from converge_dsl.agents._contributors import TurnEnv
 from converge_dsl.agents._events import AgentFinished, EventSink
 from converge_dsl.agents._kind import AgentSuggestorSpec
 from converge_dsl.agents._loop import Reducer, drive
-from converge_dsl.agents._machine import TurnMachine
+from converge_dsl.agents._machine import Done, TurnMachine
 from converge_dsl.agents._policy import TokenCounter, default_token_counter
 from converge_dsl.agents._spec import AgentSpec, parse_agent
 from converge_dsl.agents._summarizer import ModelSummarizer, SpanSummarizer
@@ -196,16 +196,30 @@ class AgentSuggestor(CoreSuggestor):
         if done.status == "context_exceeded":
             raise self._fail(
                 "context_exceeded",
-                f"context_exceeded: {done.detail}",
+                f"context_exceeded at turn {done.turns - 1}: {done.detail}",
                 cycle,
-                "raise context_window, lower compaction.threshold, or clear turns sooner "
-                "(summarizer.clear_turns_older_than)",
+                self._exceeded_hint(done),
             )
         # An execution the budget stopped is explained by the budget's stop.
         idle = not tools.proposals and done.status != "budget_exhausted"
         if idle and "context.propose" in spec.tools:
             warnings.append(self._idle_warning(done.status, done.turns, outcomes, cycle))
         return AgentEffect.of((*tools.proposals, *warnings))
+
+    def _exceeded_hint(self, done: Done) -> str:
+        """What to change: the window and compaction, or, when the history is full of
+        turns already cleared, the turn limit of a model that never finishes."""
+        if not done.cleared:
+            return (
+                "raise context_window, lower compaction.threshold, or clear turns sooner "
+                "(summarizer.clear_turns_older_than)"
+            )
+        return (
+            f"the model called tools for {done.turns} turns without finishing, until the "
+            f"stubs of the {done.cleared} spans it cleared filled the window: lower max_turns "
+            f"(now {self.spec.max_turns}) or say in the goal when to call finish; or raise "
+            "context_window"
+        )
 
     def _idle_warning(
         self, status: str, turns: int, outcomes: Sequence[ToolResultPart], cycle: int

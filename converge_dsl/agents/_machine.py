@@ -72,9 +72,13 @@ class Compact:
 
 @dataclass(frozen=True, slots=True)
 class Done:
+    """How the loop ended, after how many turns; `cleared`: the spans of turns it had
+    cleared by then (a history full of them is a model that never finished)."""
+
     status: Status
     turns: int
     detail: str = ""
+    cleared: int = 0
 
 
 Step = CallModel | CallTools | Compact | Done
@@ -148,7 +152,7 @@ class TurnMachine:
         self.events.append(event)
 
     def _finish(self, status: Status, detail: str = "") -> Done:
-        self._done = Done(status, len(self._turns), detail)
+        self._done = Done(status, len(self._turns), detail, len(self._reductions))
         return self._done
 
     def _append(self, message: Message) -> None:

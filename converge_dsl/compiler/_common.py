@@ -27,6 +27,20 @@ from ._context import CompileContext
 from ._scope import RenderScopes
 from ._template import CompiledExpression, CompiledTemplate
 
+# The characters of a diagnostic's content, and of each text of its data, kept: they
+# quote what came from outside (a tool's error, a model's answer, a schema error naming
+# the value), and a diagnostic over the gate's max_content_length (10,000 by default,
+# data counted as JSON, where a control character takes six) would be rejected, its
+# message lost.
+QUOTED_CHARS = 1000
+
+
+def quoted(text: str) -> str:
+    """`text`, or its first `QUOTED_CHARS` characters and a note of its length."""
+    if len(text) <= QUOTED_CHARS:
+        return text
+    return f"{text[:QUOTED_CHARS]}\u2026 [cut: {len(text)} characters in all]"
+
 
 @dataclass(frozen=True, slots=True)
 class SuggestorCore:
@@ -60,14 +74,18 @@ class SuggestorCore:
         self, kind: str, cycle: int, content: str, provenance: Provenance, **data: Any
     ) -> ProposedFact:
         """A `diagnostic` proposal `kind:<name>:<cycle>` of this suggestor: `content`,
-        and `data` between its name and cycle and its location."""
+        and `data` between its name and cycle and its location. The content and each
+        text of `data` are cut to `QUOTED_CHARS` (`quoted`)."""
+        said = {
+            name: quoted(value) if isinstance(value, str) else value for name, value in data.items()
+        }
         return ProposedFact(
             key="diagnostic",
             id=f"{kind}:{self.name}:{cycle}",
-            content=content,
+            content=quoted(content),
             confidence=1.0,
             provenance=provenance,
-            data={"suggestor": self.name, **data, "cycle": cycle, "location": str(self.span)},
+            data={"suggestor": self.name, **said, "cycle": cycle, "location": str(self.span)},
         )
 
     def warning(

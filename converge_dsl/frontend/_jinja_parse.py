@@ -80,12 +80,24 @@ def _placeholder(*args: Any, **kwargs: Any) -> None:
 
 @lru_cache(maxsize=1)
 def _analysis_environment() -> Any:
-    import jinja2
+    """An environment in which the code generator folds no operator, filter or test.
 
-    env = jinja2.Environment()
+    The generator folds constant parts as it visits them; a plain environment would
+    run Python's operators and Jinja's own filters on them, unbounded (`('ab' *
+    300000000)|upper` held gigabytes while `validate` only looked for names). Every
+    operator is intercepted (a sandboxed environment then folds none) and every filter
+    and test is a placeholder: only literals fold.
+    """
+    import jinja2.sandbox
+
+    class _Analysis(jinja2.sandbox.SandboxedEnvironment):
+        intercepted_binops = frozenset({"*", "/", "//", "**", "%", "+", "-"})
+        intercepted_unops = frozenset({"not", "+", "-"})
+
+    env = _Analysis()
     env.globals = {}  # free names include the sandbox's globals, as Jinja's own analysis does
-    env.filters = _AnyName(env.filters)
-    env.tests = _AnyName(env.tests)
+    env.filters = _AnyName()
+    env.tests = _AnyName()
     return env
 
 

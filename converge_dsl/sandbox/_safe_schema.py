@@ -21,15 +21,14 @@ module, so none of them can hang the process or reach outside the document:
   otherwise: `validator_class`) extended so `pattern`, `patternProperties` and
   `additionalProperties` use RE2, `uniqueItems`, `enum`, `const` and the `unevaluated*`
   keywords (read in the schema's draft) run in linear time (JSON equality through
-  `canonical`), and every keyword application charges the governor
-  (`converge_dsl.sandbox._governor`) one step plus the width of its value, and each
-  error it makes its message. Each validation is governed on its own (`SCHEMA_STEPS`,
-  `SCHEMA_WORK`) and draws on the run's total (`SCHEMA_RUN_STEPS`), and watches the
-  run's deadline. Crossing a bound raises the governor's `Exhausted` located: which
-  schema, which keyword at which pointer, the data's pointer, and a code (`CD970` the
-  bound of one validation, `CD971` the run's total, `CD972` the deadline).
-  `fast_validator` is jsonschema-rs with the linear `regex` crate and a refusing
-  retriever: the fast yes/no where it is used, on schemas within the same limits.
+  `canonical`); every keyword application charges the governor one step plus the
+  width of its value, and each error it makes its message (then cut: `short_message`).
+  Each validation is governed on its own (`SCHEMA_STEPS`, `SCHEMA_WORK`), draws on the
+  run's total (`SCHEMA_RUN_STEPS`) and watches the run's deadline. A crossed bound
+  raises the governor's `Exhausted`, located (schema, keyword and its pointer, the
+  data's pointer) with a code: `CD970` one validation, `CD971` the run's total, `CD972`
+  the deadline. `fast_validator` is jsonschema-rs with the linear `regex` crate and a
+  refusing retriever: the fast yes/no where it is used, on schemas within the same limits.
 
 A schema these rules refuse raises `UnsafeSchema` when a validator is built.
 """
@@ -47,7 +46,7 @@ from converge_dsl._json_pointer import pointer, unescape
 from converge_dsl._json_types import JsonSchema
 from converge_dsl.sandbox._governor import DeadlinePassed, Exhausted, governed, spend
 from converge_dsl.sandbox._safe_regex import UnsafeSchema, regex_problem, search
-from converge_dsl.sandbox._schema_bounds import canonical, size_problems, too_large
+from converge_dsl.sandbox._schema_bounds import canonical, short_message, size_problems, too_large
 from converge_dsl.sandbox._schema_meta import validator_class
 from converge_dsl.sandbox._schema_quick import NEVER, Fitted, QuickCheck
 from converge_dsl.sandbox._schema_refs import (
@@ -188,6 +187,7 @@ def _metered(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
                 for error in errors:
                     if error.validator is _unset:  # made here, not passed up from below
                         spend(0, len(error.message) + _ERROR_COST)
+                        error.message = short_message(error.message)
                     yield error
         except Exhausted as exc:
             _Trail.note(exc, name, value, instance, schema)

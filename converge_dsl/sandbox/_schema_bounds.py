@@ -22,7 +22,8 @@ for data.
 exactly when JSON Schema calls them equal (`1 == 1.0`, objects by their
 members whatever their order, arrays in order, `true` is not `1`); `uniqueItems`,
 `enum` and `const` compare through it, each value walked once and charged to
-the governor.
+the governor. `short_message` bounds the text of one schema error (python-jsonschema's
+quotes the whole value at fault, however long).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ MAX_SCHEMA_NODES = 20_000
 MAX_MEMBERS = 1_000
 MAX_ENUM = 1_000
 MAX_BRANCHES = 128
+MESSAGE_CHARS = 500  # of one schema error's message: its start and its end are kept
 
 # Keyword -> the most members (names) or items its value may hold.
 _MEMBER_LIMITS = dict.fromkeys(
@@ -191,3 +193,14 @@ def canonical(value: Any) -> Any:
         else:  # not JSON: only equal to itself
             built[-1].append(("?", id(item)))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def short_message(message: str) -> str:
+    """`message`, or its start and end (`'xxx… [N characters cut] …x' is not of type
+    'integer'`) when it is longer than `MESSAGE_CHARS`."""
+    if len(message) <= MESSAGE_CHARS:
+        return message
+    keep = MESSAGE_CHARS // 2
+    return (
+        f"{message[:keep]}\u2026 [{len(message) - 2 * keep} characters cut] \u2026{message[-keep:]}"
+    )

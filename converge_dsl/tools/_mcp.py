@@ -48,6 +48,10 @@ from converge_dsl.tools._port import (
 
 T = TypeVar("T")
 JOIN_TIMEOUT_S = 10.0
+_SLOW_START = (
+    "raise start_timeout_s if the server is slow to start, or start it by hand to see "
+    "where it stalls"
+)
 LINE_OVERHEAD = 65_536  # room for the JSON-RPC envelope and escapes around a result
 FAULT_CHARS = 300  # how much of a fault the client dropped a message for is quoted
 
@@ -131,6 +135,7 @@ class McpToolServer:
             raise self._fail(
                 codes.TOOL_SERVER_NOT_STARTED,
                 f"did not start within {self.limits.start_timeout_s:g} s",
+                hint=_SLOW_START,
             ) from None
         except ToolFailure:
             self.close()
@@ -164,6 +169,7 @@ class McpToolServer:
                         codes.TOOL_SERVER_NOT_STARTED,
                         f"did not answer the MCP handshake and tools/list within "
                         f"{self.limits.start_timeout_s:g} s{self._fault()}{self._stderr()}",
+                        hint=_SLOW_START,
                     ) from None
                 ready.set_result(info)
                 await self._stopped.wait()
@@ -247,6 +253,12 @@ class McpToolServer:
 
         cwd = self.base_dir / (spec.cwd or ".")
         program = _program(spec.command[0], cwd, self.environ)
+        if program is None and "/" in spec.command[0] and os.path.isdir(cwd / spec.command[0]):
+            raise self._fail(
+                codes.TOOL_SERVER_NOT_STARTED,
+                f"program {spec.command[0]!r} is a folder, not a program",
+                hint="name the program inside it in `command`",
+            )
         if program is None:
             raise self._fail(
                 codes.TOOL_SERVER_NOT_STARTED,
@@ -352,7 +364,8 @@ class McpToolServer:
                     codes.TOOL_SERVER_GONE, f"closed the connection{self._stderr()}"
                 )
                 raise self._broken from None
-            return ToolResult(f"tool {tool!r} failed: {exc.error.message}", is_error=True)
+            said = f"tool {tool!r} failed: {exc.error.message}"
+            return cap_result(said, None, True, self.limits.max_result_bytes)
         except Exception as exc:
             self._broken = self._fail(codes.TOOL_SERVER_GONE, f"failed: {_reason(exc)}")
             raise self._broken from None

@@ -29,6 +29,9 @@ from converge_dsl.frontend import ToolServerSpec
 DEFAULT_START_TIMEOUT_S = 10.0
 DEFAULT_CALL_TIMEOUT_S = 30.0
 DEFAULT_MAX_RESULT_BYTES = 65_536
+# The longest a timeout waits, however long the pipeline says: threading refuses a wait
+# past its TIMEOUT_MAX (about 292 years) with an OverflowError, and no run lasts a year.
+LONGEST_WAIT_S = 365 * 24 * 3600.0
 
 
 class ToolFailure(ConvergeError):
@@ -54,10 +57,15 @@ class ServerLimits:
 
     @classmethod
     def of(cls, spec: ToolServerSpec) -> ServerLimits:
-        """The limits `spec` writes, the defaults for the others."""
+        """The limits `spec` writes, the defaults for the others; a timeout at most
+        `LONGEST_WAIT_S`."""
         return cls(
-            start_timeout_s=float(spec.start_timeout_s or DEFAULT_START_TIMEOUT_S),
-            call_timeout_s=float(spec.call_timeout_s or DEFAULT_CALL_TIMEOUT_S),
+            start_timeout_s=min(
+                float(spec.start_timeout_s or DEFAULT_START_TIMEOUT_S), LONGEST_WAIT_S
+            ),
+            call_timeout_s=min(
+                float(spec.call_timeout_s or DEFAULT_CALL_TIMEOUT_S), LONGEST_WAIT_S
+            ),
             max_result_bytes=spec.max_result_bytes or DEFAULT_MAX_RESULT_BYTES,
         )
 

@@ -234,3 +234,30 @@ def test_plan_contributor_re_emits_its_keys_every_turn() -> None:
     agent, _, sink = build(extra, turns=2)
     run(agent)
     assert sink.of("agent_contributor_fired") == []  # nothing to re-emit
+
+
+def test_a_model_that_never_finishes_is_named_when_its_stubs_fill_the_window() -> None:
+    # The hint said only "raise context_window, ...": after hundreds of turns of a model
+    # calling context.read over and over, a larger window only let it loop longer.
+    agent, _, sink = build(window=400, turns=100_000)
+    with pytest.raises(AgentError) as caught:
+        run(agent, fact("seeds", "s1", "a" * 120))
+    turns = sink.of("agent_finished")[0].turns
+    cleared = len(sink.of("agent_compaction"))
+    assert cleared > 1
+    assert caught.value.message.startswith(f"context_exceeded at turn {turns - 1}: ")
+    assert caught.value.hint == (
+        f"the model called tools for {turns} turns without finishing, until the stubs of "
+        f"the {cleared} spans it cleared filled the window: lower max_turns (now 100000) or "
+        "say in the goal when to call finish; or raise context_window"
+    )
+
+
+def test_a_first_request_over_the_window_is_told_to_raise_it() -> None:
+    agent, _, _ = build(window=120, turns=4)
+    with pytest.raises(AgentError) as caught:
+        run(agent, fact("seeds", "s1", "b" * 400))
+    assert caught.value.hint == (
+        "raise context_window, lower compaction.threshold, or clear turns sooner "
+        "(summarizer.clear_turns_older_than)"
+    )

@@ -242,3 +242,23 @@ def test_a_lone_surrogate_meets_a_pattern_as_one_replacement_character(
     validator = python_validator({"type": "string", "pattern": pattern})
     error = validator.best_error("a\ud800b")
     assert (error is None) is fits
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "ends"),
+    [
+        ({"type": "integer"}, "x" * 9000, "xxx' is not of type 'integer'"),
+        ({"enum": ["a", "b"]}, ["y" * 9000], "yyy'] is not one of ['a', 'b']"),
+        ({"maxLength": 3}, "z" * 9000, "zzz' is too long"),
+    ],
+)
+def test_an_error_quotes_a_long_value_cut_in_the_middle(
+    schema: dict[str, Any], value: Any, ends: str
+) -> None:
+    # python-jsonschema quoted the value whole: a model's 9,000-character answer made a
+    # 9,000-character error (on the terminal, in the diagnostic fact, in the agent's
+    # error result).
+    error = python_validator(schema).best_error(value)
+    assert len(error.message) < 560
+    assert " characters cut] \u2026" in error.message
+    assert error.message.endswith(ends)

@@ -1,8 +1,10 @@
 """A hand-written MCP server over stdio that misbehaves on purpose (`python raw_server.py
 MODE`): it answers the handshake and `tools/list` (one tool, `echo`), then a call as
-MODE says: `not-json` writes a line that is not JSON-RPC and never answers. With
-`twice`, its tools/list names `echo` twice; with `hang`, a call never ends. It prints a
-banner that is not JSON-RPC before anything else, as some servers do."""
+MODE says: `not-json` writes a line that is not JSON-RPC and never answers; `long-error`
+answers with the tool's error, `long-rpc-error` with a JSON-RPC error, each of 50,000
+characters. With `twice`, its tools/list names `echo` twice; with `hang`, a call never
+ends; with `slow-list`, tools/list never ends. It prints a banner that is not JSON-RPC
+before anything else, as some servers do."""
 
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ def main(mode: str) -> None:
                 "serverInfo": {"name": "raw", "version": "1"},
             }
         elif method == "tools/list":
+            if mode == "slow-list":
+                time.sleep(60)
             tool = {"name": "echo", "inputSchema": {"type": "object"}}
             answer["result"] = {"tools": [tool, tool] if mode == "twice" else [tool]}
         elif method == "tools/call" and mode == "hang":
@@ -40,6 +44,11 @@ def main(mode: str) -> None:
             sys.stdout.write("{this is not JSON-RPC\n")
             sys.stdout.flush()
             time.sleep(60)
+        elif method == "tools/call" and mode == "long-error":
+            text = "no such ticket " * 3334
+            answer["result"] = {"content": [{"type": "text", "text": text}], "isError": True}
+        elif method == "tools/call" and mode == "long-rpc-error":
+            answer["error"] = {"code": -32000, "message": "no such ticket " * 3334}
         else:
             answer["result"] = {"content": [{"type": "text", "text": "ok"}]}
         _send(answer)

@@ -12,17 +12,32 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from converge_dsl import codes
 from converge_dsl.frontend import HttpServerSpec, StdioServerSpec
-from converge_dsl.tools import McpToolServer, ToolFailure
+from converge_dsl.tools import McpToolServer, ToolFailure, ToolResult
 
 from ._servers import free_port
 
 RAW = Path(__file__).resolve().parent / "raw_server.py"
 PARENT = {"PATH": os.environ["PATH"]}
+
+
+def _raw_echo(folder: Path, mode: str, **limits: Any) -> ToolResult:
+    """The result of an `echo` call to `raw_server.py MODE` (started, called, stopped)
+    with the server's `limits` (start_timeout_s, call_timeout_s, max_result_bytes)."""
+    spec = StdioServerSpec(
+        name="raw", command=(sys.executable, str(RAW), mode), allow=("echo",), **limits
+    )
+    server = McpToolServer(spec, folder, PARENT)
+    try:
+        assert [tool.name for tool in server.start().tools] == ["echo"]
+        return asyncio.run(server.call("echo", {}))
+    finally:
+        server.close()
 
 
 def _raw_echo_fails(folder: Path, mode: str) -> ToolFailure:
@@ -208,3 +223,51 @@ def test_a_banner_before_the_handshake_is_not_blamed_for_a_later_timeout(tmp_pat
     assert _raw_echo_fails(tmp_path, "hang").message == (
         "tool server 'raw': a call passed call_timeout_s (1 s); the server was stopped"
     )
+
+
+def test_a_long_json_rpc_error_is_cut_at_max_result_bytes(tmp_path: Path) -> None:
+    # A tool's error result was capped, a JSON-RPC error's message was not: the model was
+    # handed all 50,000 characters of it, whatever max_result_bytes said.
+    result = _raw_echo(tmp_path, "long-rpc-error", max_result_bytes=1000)
+    assert result.is_error
+    assert result.cut
+    assert result.text.startswith("tool 'echo' failed: no such ticket no such ticket")
+    assert result.text.endswith("\n[result cut: 50030 bytes, over the cap of 1000]")
+
+
+def test_timeouts_past_what_threading_can_wait_start_and_call(tmp_path: Path) -> None:
+    # start_timeout_s: 10000000000 passed validate and the run failed with "suggestor
+    # raised OverflowError: timestamp out of range for platform time_t" (CD912).
+    forever = 10_000_000_000_000.0
+    result = _raw_echo(tmp_path, "ok", start_timeout_s=forever, call_timeout_s=forever)
+    assert result.text == "ok"
+
+
+def test_a_server_slow_to_list_its_tools_is_told_what_to_raise(tmp_path: Path) -> None:
+    # It said "did not answer the MCP handshake and tools/list within 0.5 s" and no more.
+    spec = StdioServerSpec(
+        name="raw",
+        command=(sys.executable, str(RAW), "slow-list"),
+        allow=("echo",),
+        start_timeout_s=0.5,
+    )
+    with pytest.raises(ToolFailure) as caught:
+        McpToolServer(spec, tmp_path, PARENT).start()
+    assert caught.value.code == codes.TOOL_SERVER_NOT_STARTED
+    assert caught.value.message.startswith(
+        "tool server 'raw': did not answer the MCP handshake and tools/list within 0.5 s"
+    )
+    assert caught.value.hint == (
+        "raise start_timeout_s if the server is slow to start, or start it by hand to see "
+        "where it stalls"
+    )
+
+
+def test_a_command_naming_a_folder_says_so(tmp_path: Path) -> None:
+    # It said "program './tools' is not found" and told to install it.
+    (tmp_path / "tools").mkdir()
+    spec = StdioServerSpec(name="dir", command=("./tools",), allow=("echo",))
+    with pytest.raises(ToolFailure) as caught:
+        McpToolServer(spec, tmp_path, PARENT).start()
+    assert caught.value.message == "tool server 'dir': program './tools' is a folder, not a program"
+    assert caught.value.hint == "name the program inside it in `command`"

@@ -130,3 +130,42 @@ def test_a_tool_suggestor_refused_by_max_tool_calls_stops_the_run(tmp_path: Path
     pipeline.write_text(pipeline.read_text().replace("max_tool_calls: 2", "max_tool_calls: 1"))
     code, out, err = cli("run", str(pipeline), "--cache", "--cache-dir", cache)
     assert code == 0, err
+
+
+RAW_CALLER = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: long-error
+tools:
+  raw:
+    command: [{python}, {server}, long-error]
+    allow: [echo]
+seeds:
+  - {{id: s, content: go}}
+suggestors:
+  - name: caller
+    kind: tool
+    call: mcp:raw/echo
+    dependencies: [seeds]
+    arguments: {{}}
+    target: signals
+"""
+
+
+def test_a_long_tool_error_is_quoted_cut_not_lost(tmp_path: Path) -> None:
+    # The diagnostic quoted the 50,000-character error twice (content and data) and the
+    # gate rejected it: the run said only "content and data are 100173 characters".
+    import sys
+
+    server = Path(__file__).resolve().parent / "raw_server.py"
+    text = RAW_CALLER.format(python=json.dumps(sys.executable), server=json.dumps(str(server)))
+    code, out, err = _run(tmp_path, text, "run", "--format", "json")
+    assert code == 0, err
+    (fact,) = json.loads(out)["facts"]["diagnostic"]
+    assert fact["id"] == "tool:error:caller:1"
+    assert fact["content"].startswith("caller (at ")
+    assert "mcp:raw/echo failed: no such ticket no such ticket" in fact["content"]
+    cut = fact["content"].rsplit("\u2026", 1)[1]
+    assert cut == f" [cut: {len(str(tmp_path)) + 50057} characters in all]"
+    assert len(fact["content"]) < 1100
+    assert fact["data"]["error"].endswith("\u2026 [cut: 50010 characters in all]")
