@@ -351,6 +351,8 @@ def _translate(
     """The located diagnostics of one schema error, worded by the kind of error."""
     e = _Error.read(error, doc, schema)
     kind = type(error.kind).__name__
+    if kind in _ALTERNATIVES and (branch := _fitting_branch(error, e.value)) is not None:
+        return [d for inner in branch for d in _translate(inner, doc, schema, suggest)]
     if kind == "AdditionalProperties":
         return _unknown_keys(e, suggest)
     if kind == "Required":
@@ -360,8 +362,8 @@ def _translate(
         return [e.at(codes.MISSING_FIELD, message, hint=hint, on_key=True)]
     if kind == "Type":
         return [_wrong_type(e)]
-    if kind in ("Enum", "Constant"):
-        return [_not_allowed(e, kind)]
+    if _is_choice(error):
+        return [_not_allowed(e)]
     if kind == "Pattern":
         return [_bad_form(e)]
     if kind == "PropertyNames":
@@ -382,6 +384,50 @@ def _translate(
 
 
 _KEY_PATTERN = "^[a-z][a-z0-9_]*$"  # schemas/pipeline.v1.json $defs/key
+_ALTERNATIVES = frozenset(("OneOfNotValid", "AnyOf"))
+# Errors that say a value is not of a branch's shape at all (another branch may be meant).
+_SHAPE_MISSES = frozenset(("Type", "Required", "AdditionalProperties"))
+
+
+def _fitting_branch(error: Any, value: Any) -> list[Any] | None:
+    """The errors of the one `oneOf`/`anyOf` branch whose shape the value has, if one alone.
+
+    A branch fits when none of its errors says the value itself is of another shape
+    (a type, a required or an unknown key) or that a key telling the branches apart
+    (a `const` just below) differs; its errors then say what to fix in it, where the
+    alternatives' error could only say the value is "not valid here". A branch that
+    only lists the values it takes fits when the value is close to one of them: a
+    value far from all may have been meant for another branch, which the
+    alternatives' description names.
+    """
+    own = len(error.instance_path)
+
+    def misses(inner: Any) -> bool:
+        depth, kind = len(inner.instance_path), type(inner.kind).__name__
+        return (depth == own and kind in _SHAPE_MISSES) or (depth == own + 1 and kind == "Constant")
+
+    def fits(errors: list[Any]) -> bool:
+        return not any(misses(inner) for inner in errors)
+
+    fitting = [errors for errors in getattr(error.kind, "context", None) or () if fits(errors)]
+    if len(fitting) != 1 or not fitting[0]:
+        return None
+    branch: list[Any] = fitting[0]
+    if len(branch) == 1 and len(branch[0].instance_path) == own and _is_choice(branch[0]):
+        options = _options(branch[0])
+        if not isinstance(value, str) or did_you_mean(value, options) is None:
+            return None
+    return branch
+
+
+def _is_choice(error: Any) -> bool:
+    return type(error.kind).__name__ in ("Enum", "Constant")
+
+
+def _options(error: Any) -> list[str]:
+    kind = error.kind
+    options = kind.options if type(kind).__name__ == "Enum" else [kind.expected_value]
+    return [str(o) for o in options]
 
 
 def _bad_form(e: _Error) -> Diagnostic:
@@ -434,9 +480,8 @@ def _wrong_type(e: _Error) -> Diagnostic:
     return e.at(codes.WRONG_TYPE, f"{e.where} must be {wanted}, not {found}", hint=e.description)
 
 
-def _not_allowed(e: _Error, kind: str) -> Diagnostic:
-    options = list(e.error.kind.options) if kind == "Enum" else [e.error.kind.expected_value]
-    words = [str(o) for o in options]
+def _not_allowed(e: _Error) -> Diagnostic:
+    words = _options(e.error)
     guess = did_you_mean(str(e.value), words) if isinstance(e.value, str) else None
     hint = f"did you mean {guess!r}?" if guess else f"allowed: {', '.join(words)}"
     return e.at(codes.NOT_ALLOWED_VALUE, f"{e.where}: {_show(e.value)} is not allowed", hint=hint)
