@@ -457,9 +457,18 @@ def test_vietnamese_capitals_are_drawn_whole_in_the_details(
 ) -> None:
     # The clips against forty stacked marks cut the upper mark off a Vietnamese capital
     # with two ("Ẫ" showed as "Â") in the heading, the fields and their labels.
-    from ..runtime.test_report_browser_layout import STACKED, VIETNAMESE, drawn_unclipped
+    # Then the scrolling heading and values cut the marks below the line (Ặ, Thai's ฐู,
+    # Devanagari's क्षुद्र): they have a third of a line of padding under the last line.
+    from ..runtime.test_report_browser_layout import (
+        STACKED,
+        VIETNAMESE,
+        assert_room_for_marks,
+        drawn_unclipped,
+    )
 
     _open(browser, pages["triage"], "#node=key:tickets")
+    for css in ("#details h3", "#details dd", "h1"):
+        assert_room_for_marks(browser, css)
     for css in ("#details h3", "#details dt", "#details dd"):
         assert drawn_unclipped(browser, css, "#details", VIETNAMESE), css
         assert not drawn_unclipped(browser, css, "#details", STACKED), css  # still clipped
