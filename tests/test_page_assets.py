@@ -124,7 +124,7 @@ ZWJ, SHOWN_ZWJ = "\u200d", "\u27e8U+200D\u27e9"
 # A zero-width joiner inside one of Unicode's emoji ZWJ sequences is kept (drawn as one
 # picture), marked anywhere else, between two emoji too (pizza, ZWJ, pizza looks as two
 # pizzas do); the pages' `shownName` is checked against the same cases
-# (tests/runtime/test_report_browser.py).
+# (tests/runtime/test_report_browser_names.py).
 ZWJ_CASES = (
     (f"{MAN}{ZWJ}{WOMAN}{ZWJ}{GIRL}", f"{MAN}{ZWJ}{WOMAN}{ZWJ}{GIRL}"),  # a family
     ("\U0001f3f3\ufe0f\u200d\U0001f308", "\U0001f3f3\ufe0f\u200d\U0001f308"),  # rainbow flag
