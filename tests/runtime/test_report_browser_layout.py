@@ -132,18 +132,24 @@ def test_the_timelines_names_never_overlap(
 
 
 def _drawn_at(browser: Any, width: int) -> list[list[float]]:
-    """The timeline's name boxes once it is redrawn for a window `width` pixels wide."""
+    """The timeline's name boxes once it is redrawn for a window `width` pixels wide: its
+    drawn width (`data-width`) its box's, and both still so two animation frames later (a
+    scroll bar coming or going changes the box once more, and the drawing after it)."""
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser.set_window_size(width, 1000)
     timeline = browser.find_element("id", "timeline")
-    WebDriverWait(browser, 5).until(
-        lambda b: (
-            timeline.get_attribute("data-width")
-            == str(b.execute_script("return arguments[0].clientWidth;", timeline))
-        )
+    settled = (
+        "var t = arguments[0], done = arguments[arguments.length - 1];"
+        "var drawn = t.getAttribute('data-width');"
+        "function same() { return drawn === String(t.clientWidth)"
+        " && t.getAttribute('data-width') === drawn; }"
+        "if (!same()) { done(null); return; }"
+        "requestAnimationFrame(function () { requestAnimationFrame(function () {"
+        " done(same() ? t.getAttribute('data-label-boxes') : null); }); });"
     )
-    return list(json.loads(timeline.get_attribute("data-label-boxes")))
+    boxes = WebDriverWait(browser, 5).until(lambda b: b.execute_async_script(settled, timeline))
+    return list(json.loads(boxes))
 
 
 @pytest.mark.parametrize(("first", "then"), [(1280, 400), (400, 1280)])
