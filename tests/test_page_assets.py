@@ -3,15 +3,19 @@ the names and ids in it (`page_name`)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from converge_dsl._page_assets import (
     _NAMED_CLASS,
+    _ZWJ_RUN,
     html_text,
     page_asset,
     page_json,
@@ -23,7 +27,7 @@ from converge_dsl._page_assets import (
 def test_the_pages_script_rewrites_the_class_page_name_does() -> None:
     script = page_asset("names.js")
     assert "@NAMED@" not in script
-    assert "@EMOJI@" not in script
+    assert "@ZWJ_SEQUENCES@" not in script
     assert f"/{_NAMED_CLASS}/g" in script
 
 
@@ -117,15 +121,20 @@ def test_a_name_is_one_line_and_shows_the_characters_that_show_as_nothing() -> N
 
 MAN, WOMAN, GIRL = "\U0001f468", "\U0001f469", "\U0001f467"
 ZWJ, SHOWN_ZWJ = "\u200d", "\u27e8U+200D\u27e9"
-# A zero-width joiner between two emoji is kept (an emoji sequence drawn as one picture),
-# marked anywhere else; the pages' `shownName` is checked against the same cases
-# (tests/runtime/test_report_browser.py).
+# A zero-width joiner inside one of Unicode's emoji ZWJ sequences is kept (drawn as one
+# picture), marked anywhere else, between two emoji too (pizza, ZWJ, pizza looks as two
+# pizzas do); the pages' `shownName` is checked against the same cases
+# (tests/runtime/test_report_browser_names.py).
 ZWJ_CASES = (
     (f"{MAN}{ZWJ}{WOMAN}{ZWJ}{GIRL}", f"{MAN}{ZWJ}{WOMAN}{ZWJ}{GIRL}"),  # a family
     ("\U0001f3f3\ufe0f\u200d\U0001f308", "\U0001f3f3\ufe0f\u200d\U0001f308"),  # rainbow flag
     ("\U0001f9d1\U0001f3fd\u200d\U0001f680", "\U0001f9d1\U0001f3fd\u200d\U0001f680"),  # skin tone
     ("\u2764\ufe0f\u200d\U0001f525", "\u2764\ufe0f\u200d\U0001f525"),  # from the BMP
-    (f"team {MAN}{ZWJ}{WOMAN} a{ZWJ}b", f"team {MAN}{ZWJ}{WOMAN} a{SHOWN_ZWJ}b"),
+    (
+        f"team {MAN}{ZWJ}{WOMAN}{ZWJ}{GIRL} a{ZWJ}b",
+        f"team {MAN}{ZWJ}{WOMAN}{ZWJ}{GIRL} a{SHOWN_ZWJ}b",
+    ),
+    (f"{MAN}{ZWJ}{WOMAN}", f"{MAN}{SHOWN_ZWJ}{WOMAN}"),  # a family of two adults is none
     (f"a{ZWJ}b", f"a{SHOWN_ZWJ}b"),  # between letters
     (f"{ZWJ}{WOMAN}", f"{SHOWN_ZWJ}{WOMAN}"),  # at the ends
     (f"{MAN}{ZWJ}", f"{MAN}{SHOWN_ZWJ}"),
@@ -137,13 +146,48 @@ ZWJ_CASES = (
     (f"{MAN}{ZWJ}\ufe0f{WOMAN}", f"{MAN}{SHOWN_ZWJ}\ufe0f{WOMAN}"),
     (f"{MAN}\u200b{WOMAN}", f"{MAN}\u27e8U+200B\u27e9{WOMAN}"),  # other hidden ones still shown
     (f"{MAN}{ZWJ}\u202e{WOMAN}", f"{MAN}{SHOWN_ZWJ}\u27e8U+202E\u27e9{WOMAN}"),
+    # two emoji a joiner makes no sequence of: each would look as the pair without it
+    ("\U0001f355\u200d\U0001f355", "\U0001f355\u27e8U+200D\u27e9\U0001f355"),
+    ("\u00a9\u200d\u00a9", "\u00a9\u27e8U+200D\u27e9\u00a9"),
+    ("\u2194\u200d\u2195", "\u2194\u27e8U+200D\u27e9\u2195"),
+    ("\U0001f130\u200d\U0001f131", "\U0001f130\u27e8U+200D\u27e9\U0001f131"),
+    ("\U0001f1fa\u200d\U0001f1f8", "\U0001f1fa\u27e8U+200D\u27e9\U0001f1f8"),
+    ("ok\U0001f600\u200d\U0001f600", "ok\U0001f600\u27e8U+200D\u27e9\U0001f600"),
+    # a sequence and one more joined face: the run is no sequence, each joiner is marked
+    (
+        f"{MAN}{ZWJ}{WOMAN}{ZWJ}{GIRL}{ZWJ}{GIRL}{ZWJ}{GIRL}",
+        SHOWN_ZWJ.join([MAN, WOMAN, GIRL, GIRL, GIRL]),
+    ),
+    (f"a{ZWJ}{MAN}{ZWJ}{WOMAN}{ZWJ}{GIRL}", SHOWN_ZWJ.join(["a", MAN, WOMAN, GIRL])),
+    # skin tones: any at each place of a sequence that takes them
+    ("\U0001f469\U0001f3fb\u200d\U0001f9b0", "\U0001f469\U0001f3fb\u200d\U0001f9b0"),
+    ("\U0001f9d1\U0001f3fb\u200d\U0001f91d\u200d\U0001f9d1\U0001f3ff",) * 2,
+    # a lone surrogate (JSON may carry one) joined to an emoji
+    ("\udc68\u200d\U0001f469", "\udc68\u27e8U+200D\u27e9\U0001f469"),
+    ("\ud83d\u200d\U0001f469", "\ud83d\u27e8U+200D\u27e9\U0001f469"),
 )
 
 
-def test_a_joiner_between_two_emoji_shows_as_it_is_and_is_marked_elsewhere() -> None:
-    # A family (man, ZWJ, woman, ZWJ, girl) showed as three faces and two ⟨U+200D⟩.
+def test_a_joiner_in_an_emoji_sequence_shows_as_it_is_and_is_marked_elsewhere() -> None:
+    # A family (man, ZWJ, woman, ZWJ, girl) showed as three faces and two ⟨U+200D⟩; then
+    # any two emoji kept their joiner, so `🍕‍🍕` looked as `🍕🍕` does.
     for text, shown in ZWJ_CASES:
         assert page_name(text) == shown, text
+
+
+def test_the_table_of_emoji_sequences_is_the_emoji_package_s() -> None:
+    # The table is written by bench/emoji_zwj_table.py from `emoji`, not a dependency.
+    pytest.importorskip("emoji")
+    path = Path(__file__).resolve().parent.parent / "bench" / "emoji_zwj_table.py"
+    spec = importlib.util.spec_from_file_location("bench_emoji_zwj_table", path)
+    assert spec is not None
+    assert spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    sequences = bench.rgi_zwj_sequences()
+    assert bench.TABLE.read_text(encoding="utf-8") == bench.table_text(sequences)
+    assert all(page_name(s) == s for s in sequences)
+    assert all(_ZWJ_RUN.fullmatch(s) for s in sequences)
 
 
 def test_the_dark_header_is_written_once_in_the_shared_style() -> None:

@@ -33,10 +33,10 @@ escape is, so that an id holding the real character and one holding the six
 characters `\\u202e` (how YAML and JSON write it) are two ids on the page too.
 `⟨` (U+27E8) itself is written `⟨U+27E8⟩`, so every `⟨` of a shown name starts
 a notation, and an id holding the text `r⟨U+202E⟩ev` does not show as the one
-holding the real character. A zero-width joiner between two emoji (the first
-maybe followed by U+FE0F) is kept as it is, so that an emoji sequence (a family,
-👨‍👩‍👧) shows as one picture; elsewhere it is `⟨U+200D⟩` (the page's `names.js`
-follows the same rule, from the same list of emoji). A link to a fact
+holding the real character. A zero-width joiner is kept as it is inside one
+of Unicode's emoji ZWJ sequences (a family, 👨‍👩‍👧), which shows as one picture;
+elsewhere (`🍕⟨U+200D⟩🍕`, which would look as `🍕🍕` does) it is `⟨U+200D⟩`
+(the page's `names.js` follows the same rule, from the same table). A link to a fact
 (`#fact=`) names its raw id, which the page writes the same way before it
 compares. `names_shown(rows, fields)`
 is a table's rows with the names in `fields` so rewritten; `html_name(text)` is
@@ -54,6 +54,7 @@ import html
 import json
 import re
 from collections.abc import Iterable, Mapping
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -86,29 +87,14 @@ _NAMED_RANGES: tuple[tuple[int, int], ...] = (
 _NAMED_CLASS = "[" + "".join(f"\\u{a:04x}-\\u{b:04x}" for a, b in _NAMED_RANGES) + "]"
 _NAMED = re.compile(_NAMED_CLASS)
 _ZWJ = "\u200d"
-# The emoji a zero-width joiner may join as it is (`👨‍👩‍👧`): the pictographs of Unicode's
-# Extended_Pictographic, by block (the skin tones U+1F3FB-U+1F3FF among them), one list
-# that `names.js` is written from too. Python's `re` has no `\\p{Extended_Pictographic}`.
-_EMOJI_RANGES: tuple[tuple[int, int], ...] = (
-    (0x00A9, 0x00A9),
-    (0x00AE, 0x00AE),
-    (0x203C, 0x203C),
-    (0x2049, 0x2049),
-    (0x2122, 0x2122),
-    (0x2139, 0x2139),
-    (0x2194, 0x21AA),
-    (0x231A, 0x23FF),
-    (0x24C2, 0x24C2),
-    (0x25AA, 0x27BF),
-    (0x2934, 0x2935),
-    (0x2B05, 0x2B55),
-    (0x3030, 0x3030),
-    (0x303D, 0x303D),
-    (0x3297, 0x3297),
-    (0x3299, 0x3299),
-    (0x1F000, 0x1FAFF),
+# A run of characters joined by zero-width joiners, each maybe followed by U+FE0F or a
+# skin tone: its joiners are kept only when the run is one of Unicode's emoji ZWJ
+# sequences (`emoji_zwj.txt`, from bench/emoji_zwj_table.py), which a font draws as
+# one picture; `names.js` matches the same runs (`ZWJ_RUN`).
+_ZWJ_RUN = re.compile(
+    "[^\u200d][\ufe0f\U0001f3fb-\U0001f3ff]?(?:\u200d[^\u200d][\ufe0f\U0001f3fb-\U0001f3ff]?)+"
 )
-_EMOJI_FE0F = "\ufe0f"  # the emoji presentation selector, which may stand before a joiner
+_TONE = re.compile("[\U0001f3fb-\U0001f3ff]")
 # The same characters in JSON text (`json.dumps`, ensure_ascii off): those above C0 as they
 # are, C0 as `\u00XX`, `\b`, `\f` or `\r` (newline and tab, `\n` and `\t`, are kept).
 # Every backslash is matched, with what follows it when that is a C0 escape or a second
@@ -127,12 +113,19 @@ _UNSHOWN_ESCAPED = re.compile(r"\\(?:[bfr]|u00[01])")
 def page_asset(name: str) -> str:
     """The text of the shared file `name` (a file of this package); `names.js` with the
     class of characters `page_name` rewrites written in, as a JavaScript pattern, and
-    the emoji a joiner may join, as a JSON list of ranges."""
+    emoji ZWJ sequences a page shows whole, as a JSON string (one space between two)."""
     text = (_FOLDER / name).read_text(encoding="utf-8")
     if name != "names.js":
         return text
-    emoji = json.dumps([list(r) for r in _EMOJI_RANGES], separators=(",", ":"))
-    return text.replace("@NAMED@", _NAMED_CLASS).replace("@EMOJI@", emoji)
+    sequences = json.dumps(" ".join(sorted(_zwj_sequences())), ensure_ascii=False)
+    return text.replace("@NAMED@", _NAMED_CLASS).replace("@ZWJ_SEQUENCES@", sequences)
+
+
+@cache
+def _zwj_sequences() -> frozenset[str]:
+    """The lines of `emoji_zwj.txt`: emoji ZWJ sequences, `T` for any skin tone."""
+    lines = (_FOLDER / "emoji_zwj.txt").read_text(encoding="utf-8").splitlines()
+    return frozenset(line for line in lines if line and not line.startswith("#"))
 
 
 def page_text(text: str) -> str:
@@ -148,7 +141,23 @@ def page_name(text: str) -> str:
     `page_text`'s escapes, so a message naming the id `r` U+202E `ev` spells it
     `r\\u202eev`, the shown form of another id (the one holding those six
     characters). Tell ids apart by their columns, not by a message's text."""
-    return _NAMED.sub(_named, text) if _NAMED.search(text) else text
+    if not _NAMED.search(text):
+        return text
+    if _ZWJ not in text:
+        return _NAMED.sub(_named, text)
+    kept = {
+        at
+        for run in _ZWJ_RUN.finditer(text)
+        if _is_zwj_sequence(run.group())
+        for at in range(run.start(), run.end())
+        if text[at] == _ZWJ
+    }
+    return _NAMED.sub(lambda found: _ZWJ if found.start() in kept else _named(found), text)
+
+
+def _is_zwj_sequence(run: str) -> bool:
+    sequences = _zwj_sequences()
+    return run in sequences or _TONE.sub("T", run) in sequences
 
 
 class Names(str):
@@ -217,24 +226,7 @@ def _fields(rows: list[Any], fields: tuple[int | str, ...]) -> list[str]:
 
 
 def _named(found: re.Match[str]) -> str:
-    if found.group() == _ZWJ and _joins_emoji(found.string, found.start()):
-        return _ZWJ
     return f"\u27e8U+{ord(found.group()):04X}\u27e9"
-
-
-def _is_emoji(character: str) -> bool:
-    code = ord(character)
-    return any(low <= code <= high for low, high in _EMOJI_RANGES)
-
-
-def _joins_emoji(text: str, at: int) -> bool:
-    """Whether the joiner at `at` stands between two emoji (the one before it may be
-    followed by U+FE0F): part of an emoji sequence, shown as it is (`names.js`'
-    `joinsEmoji` is the same rule)."""
-    before = at - 1 if at > 0 and text[at - 1] != _EMOJI_FE0F else at - 2
-    return (
-        before >= 0 and at + 1 < len(text) and _is_emoji(text[before]) and _is_emoji(text[at + 1])
-    )
 
 
 def page_json(value: Any) -> str:

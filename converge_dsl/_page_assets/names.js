@@ -3,30 +3,33 @@
    written in by `page_asset` from Python's (`page_name`), so that the two cannot disagree.
 
    shownName(text)   `text` with each character `page_name` rewrites as "\u27e8U+202E\u27e9"
-                     (a zero-width joiner between two emoji kept as it is: `joinsEmoji`,
-                     the rule of `page_name`'s `_joins_emoji`, from the same list of emoji)
+                     (a zero-width joiner inside an emoji ZWJ sequence kept as it is, by
+                     `page_name`'s rule, from the same table)
    rawName(shown)    the name `shown` is the shown form of (every "\u27e8U+XXXX\u27e9" is the one
                      character again): what an address names, so that it is read back alike
    searchTerms(text) what a search for the typed `text` looks for, lower case: the text, and
                      its shown form when that differs (a raw id pasted in finds its row)
    holds(hay, terms) whether `hay` (lower case) holds one of `terms` (all when there are none) */
 var NAMED_CHARACTERS = /@NAMED@/g;
-var EMOJI = @EMOJI@;
-function isEmoji(code) {
-  for (var i = 0; i < EMOJI.length; i++) if (code >= EMOJI[i][0] && code <= EMOJI[i][1]) return true;
-  return false;
-}
-/* whether the joiner at `at` stands between two emoji (the one before it may be followed by U+FE0F) */
-function joinsEmoji(text, at) {
-  var end = at > 0 && text.charCodeAt(at - 1) === 0xfe0f ? at - 1 : at;
-  if (end < 1 || at + 1 >= text.length) return false;
-  var last = text.charCodeAt(end - 1);  /* the code point ending at `end`: a pair's low half, or one */
-  if (last >= 0xdc00 && last <= 0xdfff && end >= 2) last = text.codePointAt(end - 2);
-  return isEmoji(last) && isEmoji(text.codePointAt(at + 1));
+/* Unicode's emoji ZWJ sequences ("T" for any skin tone), written in by `page_asset` from
+   `emoji_zwj.txt`; a run of characters joined by zero-width joiners (each maybe followed by
+   U+FE0F or a skin tone) keeps its joiners only when it is one of them, as in `page_name`. */
+var ZWJ_SEQUENCES = {};
+@ZWJ_SEQUENCES@.split(" ").forEach(function (s) { ZWJ_SEQUENCES[s] = true; });
+var ZWJ_RUN = /[^\u200d][\ufe0f\u{1f3fb}-\u{1f3ff}]?(?:\u200d[^\u200d][\ufe0f\u{1f3fb}-\u{1f3ff}]?)+/gu;
+function isZwjSequence(run) {
+  return ZWJ_SEQUENCES[run] === true || ZWJ_SEQUENCES[run.replace(/[\u{1f3fb}-\u{1f3ff}]/gu, "T")] === true;
 }
 function shownName(text) {
+  var kept = {};
+  if (text.indexOf("\u200d") >= 0) {
+    text.replace(ZWJ_RUN, function (run, at) {
+      if (isZwjSequence(run)) for (var i = 0; i < run.length; i++) if (run[i] === "\u200d") kept[at + i] = true;
+      return run;
+    });
+  }
   return text.replace(NAMED_CHARACTERS, function (c, at) {
-    if (c === "\u200d" && joinsEmoji(text, at)) return c;
+    if (kept[at]) return c;
     return "\u27e8U+" + ("000" + c.charCodeAt(0).toString(16).toUpperCase()).slice(-4) + "\u27e9";
   });
 }

@@ -18,16 +18,33 @@
     svg.setAttribute("data-scale", view.scale.toFixed(4));
   }
 
-  /* the whole drawing in the window; when the page opens, never smaller than READABLE (a
-     chain of 500 nodes fitted whole was a hairline, its names a pixel tall): then its start
-     is in view, the rest panned or zoomed out to */
-  var READABLE = 0.5;
+  /* the whole drawing in the window, centred. When the page opens (`readable`), a drawing
+     that fits only as a hairline (a chain of 500 nodes: names a pixel tall) is shown at
+     READABLE instead, its first node (the leftmost, then topmost: where the flow starts) in
+     view, the rest panned or zoomed out to; one that fits readably is fitted whole */
+  var READABLE = 0.5, UNREADABLE = 0.2, MANY_NODES = 100;
+  var nodeCount = viewport.querySelectorAll(".node").length;
+  function firstNode() {
+    var first = null;
+    Array.prototype.forEach.call(viewport.querySelectorAll(".node"), function (node) {
+      var b = node.getBBox();
+      if (!first || b.x < first.x - 1 || (b.x <= first.x + 1 && b.y < first.y)) first = b;
+    });
+    return first;
+  }
   function fit(readable) {
     var w = svg.clientWidth || 800, h = svg.clientHeight || 600;
     var whole = Math.min(w / width, h / height, 1.6) * 0.94;
-    view.scale = readable ? Math.max(whole, READABLE) : whole;
-    view.x = width * view.scale <= w ? (w - width * view.scale) / 2 : 12;
-    view.y = height * view.scale <= h ? (h - height * view.scale) / 2 : 56;
+    var start = readable && (whole < UNREADABLE || (nodeCount > MANY_NODES && whole < READABLE)) && firstNode();
+    if (start) {
+      view.scale = READABLE;
+      view.x = Math.min(12, w / 2 - (start.x + start.width / 2) * view.scale);
+      view.y = Math.min(56, h / 2 - (start.y + start.height / 2) * view.scale);
+    } else {
+      view.scale = whole;
+      view.x = (w - width * whole) / 2;
+      view.y = (h - height * whole) / 2;
+    }
     apply();
   }
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from converge_dsl import codes
@@ -442,8 +442,12 @@ def report_data(path: Path) -> dict[str, Any]:
     # One count of cycles for the page: the run's own (`run_finished`), else the last seen.
     fold.meta.setdefault("cycles", fold.last_cycle)
     sources = {name: _excerpt(span, fold.excerpts.get(name)) for name, span in fold.spans.items()}
+    # The pipeline's name, which only facts carry (`fold.meta`), else its file's: a run that
+    # promoted no fact yet (failed at once, paused, served and still running) has spans.
+    files = [span["file"] for span in fold.spans.values()]
+    pipeline = PurePath(files[0]).name if files else None
     return {
-        "meta": {"trace": path.name, "pipeline": None, "events": seen, **fold.meta},
+        "meta": {"trace": path.name, "pipeline": pipeline, "events": seen, **fold.meta},
         "names": names,
         "kinds": [fold.kinds.get(name) for name in names],
         "sources": sources,

@@ -109,9 +109,23 @@ def test_a_case_id_s_marks_are_clipped_as_on_the_other_pages(
 ) -> None:
     # The cells were clipped at their box, with no margin as the other pages' cells have:
     # the upper mark of a Vietnamese capital with two ("Ẫ" showed as "Â") was cut off.
-    from ..runtime.test_report_browser_layout import STACKED, VIETNAMESE, drawn_unclipped
+    # Then a scrolling id cut the marks below its last line (Thai's ฐู).
+    from ..runtime.test_report_browser_layout import (
+        STACKED,
+        VIETNAMESE,
+        assert_room_for_marks,
+        drawn_unclipped,
+    )
 
     _open_batch(browser, tmp_path, [{"id": "w0", "word": "a"}, {"id": "w1", "word": "b"}])
+    assert_room_for_marks(browser, "td .id")
+    # and beside its letters (Thai's marks past a letter's width were cut at its sides)
+    sides = browser.execute_script(
+        "var s = getComputedStyle(document.querySelector('td .id'));"
+        "return [parseFloat(s.paddingLeft), parseFloat(s.paddingRight)].map(function (p) {"
+        " return p / parseFloat(s.fontSize); });"
+    )
+    assert min(sides) >= 0.35 - 0.01, sides
     for cells in ("td .id", "td:nth-child(3)"):
         assert drawn_unclipped(browser, cells, "table", VIETNAMESE), cells
         assert not drawn_unclipped(browser, cells, "table", STACKED), cells  # still clipped

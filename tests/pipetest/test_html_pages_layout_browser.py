@@ -15,7 +15,7 @@ import pytest
 
 from converge_dsl.pipetest import render_eval_html
 
-from ..runtime.test_report_browser_layout import _short_window_header
+from ..runtime.test_report_browser_layout import _short_window_header, assert_room_for_marks
 
 
 def _open(browser: Any, page: Path) -> None:
@@ -195,5 +195,15 @@ def test_a_long_value_on_a_side_of_the_diff_shows_a_few_lines_on_a_phone(
             "var cell = document.querySelector('.side td.a');"
             "return [cell.getBoundingClientRect().height, cell.getBoundingClientRect().width];"
         )
+        # its room for Thai's marks above and below (they were cut), level with its label
+        # (it sat 4 pixels lower: the room above was padding with no margin to take it back)
+        assert_room_for_marks(browser, ".side td pre")
+        tops = browser.execute_script(
+            "return ['td:first-child', 'td.a pre'].map(function (css) {"
+            " var r = document.createRange();"
+            " r.selectNodeContents(document.querySelector('.side tr:not(.fact) ' + css));"
+            " return r.getClientRects()[0].top; });"
+        )
     assert height < 300
     assert width > 100
+    assert abs(tops[0] - tops[1]) <= 1, tops

@@ -63,6 +63,21 @@ def test_the_data_of_an_agent_run(agent_trace: Path) -> None:
     assert data["usage"][-1][2] == meta["facts"]
 
 
+def test_a_run_without_facts_is_named_by_its_pipeline_s_file_not_the_trace_s(
+    agent_trace: Path, tmp_path: Path
+) -> None:
+    # Only facts carry the pipeline's name: a run that failed at its first suggestor, was
+    # paused before a promotion or is served and still running was titled by the trace's
+    # file (`Run report: trace.jsonl` on serve). It is named by its pipeline's file.
+    lines = agent_trace.read_text(encoding="utf-8").splitlines()
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text(
+        "".join(f"{line}\n" for line in lines if '"fact_promoted"' not in line), encoding="utf-8"
+    )
+    assert report_data(trace)["meta"]["pipeline"] == "agent-review.yaml"
+    assert report_data(agent_trace)["meta"]["pipeline"] == "agent-review"
+
+
 def _page_with_first_fact(trace: Path, content: str) -> tuple[str, Any]:
     """The report of `trace` with its first fact's content replaced by `content`: the
     page, and the data its JSON element holds."""
