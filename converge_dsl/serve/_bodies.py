@@ -33,7 +33,7 @@ from converge_dsl._json_pointer import pointer
 from converge_dsl._json_text import loads
 from converge_dsl._json_types import nests_deeper
 
-from ._requests import Refused, refused
+from ._requests import Refused, one_header, refused
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -96,7 +96,8 @@ async def read_body(
 
 
 def _check_media(request: Request, lenient: bool) -> None:
-    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    encoding = one_header(request.headers, "Content-Encoding", codes.SERVE_BAD_PARAMETER)
+    encoding = (encoding or "identity").strip().lower()
     if encoding not in ("", "identity"):
         raise refused(
             415,
@@ -105,7 +106,7 @@ def _check_media(request: Request, lenient: bool) -> None:
             "",
             "send the body uncompressed, without a Content-Encoding header",
         )
-    given = request.headers.get("content-type", "")
+    given = one_header(request.headers, "Content-Type", codes.SERVE_BAD_PARAMETER) or ""
     media = given.split(";", 1)[0].strip().lower()
     if not (
         media == "application/json"
