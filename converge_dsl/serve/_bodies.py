@@ -33,7 +33,7 @@ from converge_dsl._json_pointer import pointer
 from converge_dsl._json_text import loads
 from converge_dsl._json_types import nests_deeper
 
-from ._requests import Refused, refused
+from ._requests import Refused, one_header, refused
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -50,8 +50,9 @@ _LENIENT_TYPES = frozenset(
 # A number whose value overflows a float: a 3-digit exponent, or 309 digits or more.
 _MAY_OVERFLOW = re.compile(r"\d[eE][+-]?\d{3}|\d{309}", re.ASCII)  # in the decoded text
 _SEND_JSON = "send a JSON object with Content-Type: application/json"
-# The `charset` a JSON body may declare: JSON on the wire is UTF-8 (RFC 8259 §8.1).
-_UTF8 = frozenset(("utf-8", "utf8"))
+# The `charset` a JSON body may declare: JSON on the wire is UTF-8 (RFC 8259 §8.1), of
+# which US-ASCII is a part.
+_UTF8 = frozenset(("utf-8", "utf8", "us-ascii"))
 
 
 async def read_body(
@@ -95,7 +96,8 @@ async def read_body(
 
 
 def _check_media(request: Request, lenient: bool) -> None:
-    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    encoding = one_header(request.headers, "Content-Encoding", codes.SERVE_BAD_PARAMETER)
+    encoding = (encoding or "identity").strip().lower()
     if encoding not in ("", "identity"):
         raise refused(
             415,
@@ -104,9 +106,8 @@ def _check_media(request: Request, lenient: bool) -> None:
             "",
             "send the body uncompressed, without a Content-Encoding header",
         )
-    given = request.headers.get("content-type", "")
-    media, *parameters = given.split(";")
-    media = media.strip().lower()
+    given = one_header(request.headers, "Content-Type", codes.SERVE_BAD_PARAMETER) or ""
+    media = given.split(";", 1)[0].strip().lower()
     if not (
         media == "application/json"
         or (lenient and (media in _LENIENT_TYPES or media.endswith("+json")))
@@ -118,19 +119,29 @@ def _check_media(request: Request, lenient: bool) -> None:
             "",
             _SEND_JSON,
         )
-    for parameter in parameters:
-        name, _, value = parameter.partition("=")
-        charset = value.strip().strip('"').strip()
-        if name.strip().lower() == "charset" and charset.lower() not in _UTF8:
-            raise refused(
-                415,
-                codes.SERVE_UNSUPPORTED_MEDIA,
-                f"the request body is declared {charset[:40]!r} text (Content-Type charset); "
-                "JSON is read as UTF-8 only (RFC 8259)",
-                "",
-                "encode the body as UTF-8 and send Content-Type: application/json, with no "
-                "charset or charset=utf-8",
-            )
+    charset = _charset(given) if media == "application/json" or media.endswith("+json") else ""
+    if charset and charset.lower() not in _UTF8:  # an empty one is none
+        raise refused(
+            415,
+            codes.SERVE_UNSUPPORTED_MEDIA,
+            f"the request body is declared {charset[:40]!r} text (Content-Type charset); "
+            "JSON is read as UTF-8 only (RFC 8259)",
+            "",
+            "encode the body as UTF-8 and send Content-Type: application/json, with no "
+            "charset or charset=utf-8",
+        )
+
+
+def _charset(content_type: str) -> str:
+    """The `charset` parameter of `content_type`, its quoted strings read as such (a
+    `;` or `charset=` inside one is no parameter); "" when it has none."""
+    from email.message import Message
+    from email.utils import collapse_rfc2231_value
+
+    header = Message()
+    header["content-type"] = content_type
+    value = header.get_param("charset")
+    return "" if value is None else collapse_rfc2231_value(value).strip()
 
 
 def too_large(cap: int) -> Refused:

@@ -155,6 +155,7 @@ class LiveRun:
         self.stored = 0  # how many of `records` are in the store
         self.ended = False
         self.halted = False  # stopped at a checkpoint: no record is kept (`halt`)
+        self.dropped = False  # something of the run was not kept once halted (`drop`)
         self._loop = loop
         self._lock = threading.Lock()
         self._changed = asyncio.Event()
@@ -164,6 +165,7 @@ class LiveRun:
     def add(self, seq: int, record: str) -> bool:
         """Keep `record`, numbered `seq`; True when `FLUSH_LINES` or more are not stored."""
         if self.halted:
+            self.dropped = True
             return False
         records = self.records
         records.append((seq, record))
@@ -184,6 +186,11 @@ class LiveRun:
         (`StopAtCheckpoint`; called on the run's thread). The streams are woken."""
         self.halted = True
         self._loop.call_soon_threadsafe(self._wake)
+
+    def drop(self) -> None:
+        """Something of the halted run was not kept (a journal write, `StopAtCheckpoint`):
+        the end it may still reach is not its to store."""
+        self.dropped = True
 
     def _wake(self) -> None:
         self._waking = False

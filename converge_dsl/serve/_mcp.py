@@ -198,11 +198,13 @@ class McpEndpoint:
 
         headers = Headers(scope=scope)
         try:
-            authorization = one_header(headers, "Authorization", codes.SERVE_BAD_PARAMETER)
+            allowed = self.tokens is None or self.tokens.allows(
+                one_header(headers, "Authorization", codes.SERVE_BAD_PARAMETER)
+            )
         except Refused as error:
             await problems_response(error, self.service.redact)(scope, receive, send)
             return
-        if self.tokens is not None and not self.tokens.allows(authorization):
+        if not allowed:
             response = problems_response(Refused(401, (UNAUTHORIZED,)), self.service.redact)
             response.headers["WWW-Authenticate"] = "Bearer"
             await response(scope, receive, send)

@@ -6,7 +6,7 @@ service's words rather than the SDK's validation report.
 A message is one JSON object (a batch, an array, is not taken: MCP's
 streamable HTTP sends one message a request): `jsonrpc` is "2.0"; `id`, when
 there, a string or an integer; `method` a string, or, without one, a response
-(`result` or `error`); `params`, when there, an object, its `_meta` an object
+(`result` or `error`, not both); `params`, when there, an object, its `_meta` an object
 and its `progressToken` a string or an integer; a `tools/call`'s `name` a
 string and its `arguments` an object; and the method is one MCP has, its
 message what the SDK's model of it takes (each field at fault located).
@@ -43,6 +43,14 @@ def checked_message(message: Any) -> None:
     elif method is None and "result" not in message and "error" not in message:
         found.append(
             (pointer(("method",)), "the message has no `method`", 'e.g. "method": "tools/list"')
+        )
+    elif method is None and "result" in message and "error" in message:
+        found.append(
+            (
+                pointer(("error",)),
+                "a response holds `result` or `error`, not both",
+                "send the `result` of a request that succeeded, else its `error`",
+            )
         )
     params = message.get("params")
     if params is not None and not isinstance(params, dict):  # null: none, as the SDK reads it

@@ -91,9 +91,10 @@ def one_header(headers: Headers, name: str, code: str) -> str | None:
     """The value of the header `name` (None without it); 400 (`code`) when the request
     gives it more than once with different values: which one the client meant (or a proxy
     added) is not to be guessed, and no other part of the chain may read another. The
-    values are not shown (an `Authorization` holds a token)."""
+    values are not shown (an `Authorization` holds a token); an `Authorization`'s scheme
+    is compared as HTTP reads it, whatever its case."""
     values = headers.getlist(name)
-    if len(set(values)) > 1:
+    if len({_compared(name, value) for value in values}) > 1:
         raise refused(
             400,
             code,
@@ -102,6 +103,13 @@ def one_header(headers: Headers, name: str, code: str) -> str | None:
             f"send one {name} header",
         )
     return values[0] if values else None
+
+
+def _compared(name: str, value: str) -> str:
+    if name.lower() != "authorization":
+        return value
+    scheme, _, credentials = value.strip().partition(" ")
+    return f"{scheme.lower()} {credentials.strip()}"
 
 
 def failed(error: ConvergeError) -> Refused:

@@ -103,16 +103,22 @@ class StopAtCheckpoint:
     """A run's `SqliteJournal` that stops keeping the run at the first checkpoint record
     written once `stopping()` holds: `halt()` is called right after that record was
     queued (with the events made until then, `alongside` it), and every write after it is
-    dropped. The run is then stopped (cancelled) where it stands; what it did past that
-    record is neither journaled nor, its events kept by the halted `LiveRun`, shown: the
-    attempt that continues it from that record gives it anew, once."""
+    dropped, `drop()` told of each. The run is then stopped (cancelled) where it stands;
+    what it did past that record is neither journaled nor, its events kept by the halted
+    `LiveRun`, shown: the attempt that continues it from that record gives it anew, once.
+    A run that reached its end before the cancel, nothing of it dropped, ends as stored."""
 
     def __init__(
-        self, journal: SqliteJournal, stopping: Callable[[], bool], halt: Callable[[], None]
+        self,
+        journal: SqliteJournal,
+        stopping: Callable[[], bool],
+        halt: Callable[[], None],
+        drop: Callable[[], None],
     ) -> None:
         self._journal = journal
         self._stopping = stopping
         self._halt = halt
+        self._drop = drop
         self.halted = False
 
     @property
@@ -146,7 +152,7 @@ class StopAtCheckpoint:
         return self._journal.hold(option)
 
     def append(self, line: bytes) -> None:
-        if self.halted:
+        if self._dropped():
             return
         self._journal.append(line)
         if self._stopping():  # a cycle's record: the run stops here
@@ -154,13 +160,19 @@ class StopAtCheckpoint:
             self._halt()
 
     def replace(self, line: bytes) -> None:
-        if not self.halted:
+        if not self._dropped():
             self._journal.replace(line)
 
     def write_decisions(self, line: bytes) -> None:
-        if not self.halted:
+        if not self._dropped():
             self._journal.write_decisions(line)
 
     def clear_decisions(self) -> None:
-        if not self.halted:
+        if not self._dropped():
             self._journal.clear_decisions()
+
+    def _dropped(self) -> bool:
+        """Whether a write is dropped now (halted), `drop()` told when it is."""
+        if self.halted:
+            self._drop()
+        return self.halted

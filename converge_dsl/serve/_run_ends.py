@@ -100,9 +100,10 @@ class RunEnds:
         waiters are told once that commit is made. A `StateError` is raised as `_end`'s.
         A cancel that came while that commit was made is too late for an end, not for a
         pause: the paused run is then cancelled (`RunStore.cancel`). A run stopped at a
-        checkpoint (`LiveRun.halted`, a stopping service's) does not end: what it did past
-        that record is not kept, and it is queued again to continue from it."""
-        if live.halted:
+        checkpoint (`LiveRun.halted`, a stopping service's) that reached its end all the
+        same ends, unless something it did past that record was not kept
+        (`LiveRun.dropped`): it is then queued again to continue from that record."""
+        if live.halted and live.dropped:
             with contextlib.suppress(StateError):  # else recovered as after a kill
                 self.store.requeue(run, self._now())
             return

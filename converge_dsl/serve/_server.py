@@ -187,10 +187,13 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _server(config: Any, on_started: Callable[[], object], on_exit: Callable[[], object]) -> Any:
+def _server(
+    config: Any, on_started: Callable[[], object], on_exit: Callable[[bool], object]
+) -> Any:
     """uvicorn's server, telling `on_started` once it serves (signals handled, service
     started) and `on_exit` when a signal stops it (before its connections are drained:
-    the runs then stop at their next checkpoint, `RunService.stopping`), and ending
+    the runs then stop at their next checkpoint, `RunService.stopping`), with True when
+    the signal forces the exit (a second SIGINT: no more waiting), and ending
     `serve` normally after a SIGINT or SIGTERM it shut down gracefully for. uvicorn's own
     `capture_signals` raises a caught signal again once the server stopped (exit 130 or
     -15); this one installs the same handler (`handle_exit`: a graceful shutdown, a
@@ -207,8 +210,8 @@ def _server(config: Any, on_started: Callable[[], object], on_exit: Callable[[],
                 on_started()
 
         def handle_exit(self, sig: int, frame: Any) -> None:
-            on_exit()
             super().handle_exit(sig, frame)
+            on_exit(self.force_exit)
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
@@ -256,7 +259,7 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
         access_log=False,
         lifespan="on",
         timeout_keep_alive=5,
-        timeout_graceful_shutdown=5,
+        timeout_graceful_shutdown=5,  # the service's stop as long at most (`STOP_S`)
         # Connections at once: every run a pipeline may hold (running and waiting), and as
         # many again for event streams and reads; past that the answer is 503 (CD447).
         limit_concurrency=2
@@ -267,7 +270,8 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
         http=http,  # heads bounded, refusals and the 503 past the limit as JSON (`_heads`)
         h11_max_incomplete_event_size=HEAD_CAP,  # h11's own head bound no lower than `_heads`
     )
-    server = _server(config, lambda: on_ready(url), prepared.service.stopping)
+    service = prepared.service
+    server = _server(config, lambda: on_ready(url), lambda forced: service.stopping(forced=forced))
     try:
         server.run(sockets=[sock])
     finally:

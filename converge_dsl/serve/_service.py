@@ -29,13 +29,17 @@ group commit (`RunStore.finish_later`), and the run is answered once it is commi
   continue from their checkpoint journal (a run killed before its first record starts afresh);
   paused runs stay paused.
 - `stop` (and `stopping`, told at SIGTERM) first lets each run on the service's loops
-  reach its next checkpoint record, for at most `STOP_S` from `stopping`: the run stops
-  there, what it did past it neither kept nor shown (`StopAtCheckpoint`), so the attempt
-  that continues it gives no event a client already had. Then it cancels the workers and
-  the runs in flight; a run whose attempt stopped, its events all stored, is queued again
-  (it continues at the next start, which finds no event of it lost: no `recoveries`
-  row), else it stays running (a restart then continues it as after a kill). A stopping
-  service's workers start no run; one added running for a worker is queued again.
+  reach its next checkpoint record: the run stops there and is cancelled at once, what it
+  did past it neither kept nor shown (`StopAtCheckpoint`), so the attempt that continues
+  it gives no event a client already had; a run that reached its end first, nothing of it
+  dropped, ends as any. Then it cancels the workers and the runs in flight; a run whose
+  attempt stopped, its events all stored, is queued again (it continues at the next
+  start, which finds no event of it lost: no `recoveries` row), else it stays running (a
+  restart then continues it as after a kill). The whole stop takes at most `STOP_S` from
+  `stopping` (no more wait once `stopping(forced=True)`, a second Ctrl-C). A stopping
+  service's workers start no run; one added running for a worker is queued again. Its
+  waiters are answered with the run as it is (`wait`): a queued run's at once, a running
+  one's once it stopped at its checkpoint, every one's by `ANSWER_S`.
 - A worker whose run meets a failing state (`StateError`, CD993) ends that run as failed with the
   error, redacted, and goes on to the next one.
 - `submit` with an idempotency key answers the run first queued with that key and the same request,
@@ -84,8 +88,13 @@ if TYPE_CHECKING:
 CANCEL_S = 10.0
 # A run whose worker died this many times fails (CD434) instead of being queued again.
 MAX_STRIKES = 3
-# How long a stopping service waits for its runs to reach their next checkpoint record.
-STOP_S = 10.0
+# How long a stopping service takes at most, from the signal: its runs reaching their next
+# checkpoint record, then those that did not cancelled. Under the grace period of common
+# process managers (Docker's 10 s) and no longer than uvicorn's drain of connections.
+STOP_S = 5.0
+# By when (from the signal) a stopping service answers its waiters: before uvicorn's drain
+# of connections (`STOP_S`) cancels a `?wait=true` still waiting.
+ANSWER_S = STOP_S - 1.0
 
 
 class RunService(RunEnds):
@@ -134,6 +143,7 @@ class RunService(RunEnds):
         self._cancelling: set[str] = set()
         self._stopping = False  # `stopping`: runs stop at their next checkpoint record
         self._stop_by = 0.0  # by when (on the monotonic clock), once stopping
+        self._home: asyncio.AbstractEventLoop | None = None  # the service's loop, once started
         self._loops: RunLoops | None = None
         from converge_dsl.batch import CheckpointKeys
 
@@ -157,6 +167,7 @@ class RunService(RunEnds):
         self._queues = {name: asyncio.Queue() for name in self.pipelines}
         self._handed, self._added = {}, {}  # a service started again: runs are recovered
         self._stopping = False
+        self._home = asyncio.get_running_loop()
         if self.workers is not None:
             await asyncio.to_thread(self.start_workers)
         else:
@@ -186,20 +197,47 @@ class RunService(RunEnds):
             self._ended.pop(run, None)
         return gone
 
-    def stopping(self) -> None:
+    def stopping(self, *, forced: bool = False) -> None:
         """The server is stopping: each run on the service's loops stops at its next
-        checkpoint record (see the module docstring)."""
+        checkpoint record (see the module docstring); `forced`: at once. Called by the
+        signal handler, on the service's thread."""
+        now = self._clock.monotonic()
         if not self._stopping:
             self._stopping = True
-            self._stop_by = self._clock.monotonic() + STOP_S
+            self._stop_by = now + STOP_S
+            if self._home is not None:  # from a signal handler: the loop told safely
+                self._home.call_soon_threadsafe(self._answer_waiters)
+        if forced:
+            self._stop_by = now
+
+    def _answer_waiters(self) -> None:
+        """Answer at once the waiters of runs that do not run (they start no more), the
+        others by `ANSWER_S` (`_answer_all`)."""
+        for run in [run for run in self._ended if run not in self._live]:
+            self._signal(run)
+        if self._ended:
+            self._workers.append(asyncio.create_task(self._answer_all()))
+
+    async def _answer_all(self) -> None:
+        await self._clock.sleep(
+            max(0.0, ANSWER_S - STOP_S + self._stop_by - self._clock.monotonic())
+        )
+        for run in list(self._ended):
+            self._signal(run)
+
+    def _cancel_s(self) -> float:
+        """How long a cancelled run may take to stop: `CANCEL_S`, less once stopping."""
+        if not self._stopping:
+            return CANCEL_S
+        return max(0.0, min(CANCEL_S, self._stop_by - self._clock.monotonic()))
 
     @property
     def is_stopping(self) -> bool:
         return self._stopping
 
     async def stop(self) -> None:
-        """Let the runs reach a checkpoint (at most `STOP_S`), then cancel the workers and
-        runs in flight (see the module docstring)."""
+        """Let the runs reach a checkpoint, then cancel the workers and runs in flight; at
+        most `STOP_S` from `stopping` (see the module docstring)."""
         self.stopping()
         while self.workers is None and self._clock.monotonic() < self._stop_by:
             if all(live.halted or live.ended for live in self._live.values()):
@@ -207,8 +245,11 @@ class RunService(RunEnds):
             await self._clock.sleep(0.02)
         for task in self._workers:
             task.cancel()
-        await asyncio.gather(*self._workers, return_exceptions=True)
-        self._workers = []
+        workers, self._workers = self._workers, []
+        while not all(task.done() for task in workers):  # a run's cancel: at most `_cancel_s`
+            if self._clock.monotonic() >= self._stop_by:
+                break  # forced (the loop's end cancels them again, which ends their wait)
+            await asyncio.wait(workers, timeout=0.05)
         for run in self._handed:  # added running for a worker that never started it
             with contextlib.suppress(StateError):  # else recovered as after a kill
                 self.store.requeue(run, self._now())
@@ -408,7 +449,8 @@ class RunService(RunEnds):
         run = row.id
         pipeline = self.pipelines[name]
         first = 0 if row.attempts == 1 else self.store.next_event(run)  # a first has none
-        live = LiveRun(first, asyncio.get_running_loop())
+        home = asyncio.get_running_loop()
+        live = LiveRun(first, home)
         self._live[run] = live
 
         def flush() -> None:
@@ -422,6 +464,12 @@ class RunService(RunEnds):
             await self._on_workers(name, row, live, flush, started)
             return
         assert self._loops is not None  # started
+
+        def halt() -> None:  # on the run's thread, at the checkpoint record it stops at
+            live.halt()
+            remote.cancel()  # at once: what it does from here is not kept
+            home.call_soon_threadsafe(self._signal, run)  # its waiters: where it stands
+
         outcome = local_run(
             pipeline,
             row,
@@ -429,20 +477,22 @@ class RunService(RunEnds):
             StopAtCheckpoint(
                 self.store.checkpoints.journal(run, alongside=alongside),
                 lambda: self._stopping,
-                live.halt,
+                halt,
+                live.drop,
             ),
             state=self._state,
             key=lambda: self._keys.of(pipeline),  # read on its loop: a failure fails the run
             max_run_s=self._limits.max_run_s,
         )
         remote = self._loops.submit(outcome)
+
         try:
             try:
                 body = await remote.result()
             except asyncio.CancelledError:
                 remote.cancel()  # a DELETE or a shutdown: the run's task stops first
                 with contextlib.suppress(BaseException):
-                    await asyncio.wait_for(remote.result(), CANCEL_S)
+                    await asyncio.wait_for(remote.result(), self._cancel_s())
                 raise
         except asyncio.CancelledError:
             if run not in self._cancelling:
@@ -450,6 +500,9 @@ class RunService(RunEnds):
                 if remote.done():  # none of its events is lost: no recovery to note
                     with contextlib.suppress(StateError):  # else recovered as after a kill
                         self.store.requeue(run, self._now())
+                task = asyncio.current_task()
+                if live.halted and task is not None and not task.cancelling():
+                    return  # cancelled by `halt`, not by its worker: that goes on
                 raise
             self._cancelling.discard(run)
             self._end(run, live, "cancelled", "cancelled", None, row=row)

@@ -241,3 +241,29 @@ def test_a_charset_other_than_utf8_is_415_on_every_route_with_a_body(tmp_path: P
             )
             assert answer.status_code == 200, answer.text
             assert answer.json()["result"]["facts"]["echoes"][0]["content"] == "echo: é"
+
+
+def test_a_charset_is_checked_only_where_json_is_declared_and_read_as_http_writes_it(
+    tmp_path: Path,
+) -> None:
+    """The charset is checked on JSON types only (a `text/plain` body with any charset is
+    read as before); US-ASCII is UTF-8's; an empty `charset=` is none; a quoted string
+    holding `;charset=` is no charset. Before, each was refused (415, CD307)."""
+    from converge_dsl.serve._app import HttpLimits
+
+    with (
+        in_process(tmp_path / "state", HttpLimits()) as url,
+        httpx.Client(base_url=url, timeout=30) as http,
+    ):
+        for given in (
+            "text/plain; charset=latin1",
+            "application/json; charset=US-ASCII",
+            "application/json; charset=",
+            'application/vnd.a+json; profile="a;charset=latin1"',
+        ):
+            answer = http.post(
+                f"{RUNS}?wait=true",
+                content=b'{"inputs": {"text": "a"}}',
+                headers={"Content-Type": given},
+            )
+            assert answer.status_code == 200, (given, answer.text)

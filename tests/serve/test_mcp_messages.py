@@ -59,6 +59,11 @@ CALL_HEAD = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"na
             "batch",
         ),
         (b'{"jsonrpc": "2.0", "id": 1}', ["/method"], "no `method`"),
+        (
+            b'{"jsonrpc": "2.0", "id": 1, "result": {}, "error": {"code": 1, "message": "x"}}',
+            ["/error"],
+            "not both",
+        ),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "foo/bar"}', ["/method"], "no request 'foo/bar'"),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call"}', ["/params"], "needs this field"),
         (

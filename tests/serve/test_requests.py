@@ -125,6 +125,8 @@ def test_a_header_given_twice_differently_is_refused_not_guessed(
             assert "Authorization header 2 times" in problem["message"]
             assert token not in answer.text
         assert http.get(f"/v1/runs/{run}", headers=[good, good]).status_code == 200
+        lower = ("Authorization", f"bearer  {token}")  # HTTP's scheme has no case
+        assert http.get(f"/v1/runs/{run}", headers=[good, lower]).status_code == 200
         last = [good, ("Last-Event-ID", "1"), ("Last-Event-ID", "2")]
         answer = http.get(f"/v1/runs/{run}/events", headers=last)
         assert (answer.status_code, answer.json()["errors"][0]["code"]) == (400, "CD309")
@@ -140,3 +142,33 @@ def test_a_header_given_twice_differently_is_refused_not_guessed(
         answer = http.post("/mcp", json=message, headers=[*mcp, bad])
         assert (answer.status_code, answer.json()["errors"][0]["code"]) == (400, "CD309")
         assert http.post("/mcp", json=message, headers=mcp).status_code == 200
+
+
+def test_duplicate_headers_checked_where_read_and_content_headers_too(tmp_path: Path) -> None:
+    """With no tokens configured, the Authorization header is not read: two of it are not
+    refused (over HTTP and at the MCP endpoint). Two Content-Type or Content-Encoding
+    headers that differ are refused (400, CD309), not read as the first."""
+    from converge_dsl.serve._app import HttpLimits
+
+    from .conftest import in_process
+
+    two = [("Authorization", "Bearer a"), ("Authorization", "Bearer b")]
+    mcp = [("Accept", "application/json, text/event-stream"), *two]
+    body = b'{"inputs": {"text": "a"}}'
+    with (
+        in_process(tmp_path / "state", HttpLimits(), mcp=True) as url,
+        httpx.Client(base_url=url, timeout=30) as http,
+    ):
+        answer = http.post("/v1/pipelines/echo/runs", content=body, headers=two)
+        assert answer.status_code == 202, answer.text
+        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        assert http.post("/mcp", json=message, headers=mcp).status_code == 200
+        for name, values in (
+            ("Content-Type", ("application/json", "text/plain")),
+            ("Content-Encoding", ("identity", "gzip")),
+        ):
+            headers = [(name, value) for value in values]
+            answer = http.post("/v1/pipelines/echo/runs", content=body, headers=headers)
+            (problem,) = answer.json()["errors"]
+            assert (answer.status_code, problem["code"]) == (400, "CD309"), name
+            assert f"{name} header 2 times" in problem["message"]

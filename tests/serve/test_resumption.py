@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -23,11 +25,11 @@ from .conftest import Server, until
 STEPS = 40  # cycles of one model call each: longer than a stop took before (5 s and more)
 
 
-def _chain(folder: Path) -> Path:
-    """A pipeline of `STEPS` cycles, each one scripted model call of 0.25 s."""
+def _chain(folder: Path, delay_s: float = 0.25) -> Path:
+    """A pipeline of `STEPS` cycles, each one scripted model call of `delay_s`."""
     (folder / "chain.script.yaml").write_text(
         "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules: []\n"
-        'default: {reply: "step", delay_s: 0.25}\n'
+        f'default: {{reply: "step", delay_s: {delay_s}}}\n'
     )
     steps = "".join(
         f"  - name: s{n}\n    kind: llm\n    model: default\n"
@@ -48,10 +50,16 @@ def _chain(folder: Path) -> Path:
 
 
 def _stream(
-    url: str, run: str, last: int | None, seen: list[tuple[int, dict[str, object]]], enough: int
+    url: str,
+    run: str,
+    last: int | None,
+    seen: list[tuple[int, dict[str, object]]],
+    enough: int,
+    *,
+    until_type: str = "cycle_finished",
 ) -> None:
     """Read the run's events after `last` into `seen` until the stream ends, or until
-    `enough` `cycle_finished` events were read."""
+    `enough` events of `until_type` were read."""
     headers = {} if last is None else {"Last-Event-ID": str(last)}
     cycles = 0
     with (
@@ -67,7 +75,7 @@ def _stream(
                 event = json.loads(line[6:])
                 seen.append((number, event))
                 number = None
-                cycles += event.get("type") == "cycle_finished"
+                cycles += event.get("type") == until_type
                 if cycles >= enough:
                     return
 
@@ -146,3 +154,170 @@ def test_a_stopping_service_starts_no_run_and_queues_a_handed_one_again(tmp_path
         assert store.first_unstored(run) is None
     finally:
         store.close()
+
+
+def _stored(state: Path, query: str) -> list[tuple[object, ...]]:
+    with contextlib.closing(sqlite3.connect(state / STATE_FILE)) as db:
+        return db.execute(query).fetchall()
+
+
+def _events(state: Path) -> list[tuple[int, str]]:
+    """The stored events of the one run (its server ended), as numbers and types."""
+    from converge_dsl.serve import RunStore
+
+    store = RunStore(state)
+    try:
+        (run,) = [str(ident) for (ident,) in _stored(state, "SELECT id FROM runs")]
+        return [(seq, json.loads(line)["type"]) for seq, line in store.events(run)]
+    finally:
+        store.close()
+
+
+def _started(state: Path, *options: str) -> Server:
+    """A server of `_chain`'s pipeline, with one run of it past its first checkpoint."""
+    server = Server([_chain(state.parent)], state, *options)
+    url = server.ready()
+    httpx.post(f"{url}/v1/pipelines/chain/runs").raise_for_status()
+    until(lambda: bool(_stored(state, "SELECT 1 FROM events")), 30)
+    return server
+
+
+def test_a_sigterm_with_no_stream_open_queues_the_run_with_its_events(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """No client streams the run: the stop leaves it queued (it stopped at a checkpoint,
+    every event it gave stored, numbered from 0 with no gap), with no `recoveries` row."""
+    state = tmp_path / "state"
+    server = _started(state)
+    servers.append(server)
+    server.process.send_signal(signal.SIGTERM)
+    assert server.exit_code() == 0
+    assert _stored(state, "SELECT status, attempts FROM runs") == [("queued", 1)]
+    assert _stored(state, "SELECT COUNT(*) FROM recoveries") == [(0,)]
+    events = _events(state)
+    assert [number for number, _ in events] == list(range(len(events)))
+    assert events[-1][1] == "cycle_finished"
+
+
+def test_a_wait_during_a_sigterm_is_answered_where_the_run_stands(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """A `?wait=true` asked before SIGTERM is answered 202 (the run not ended: follow it at
+    its URL) once the run stopped at its checkpoint, and the server exits 0 without a
+    traceback. Before, the wait was never woken: uvicorn's drain cancelled it after 5 s
+    (a plain-text 500 and a traceback) while the run went on computing."""
+    state = tmp_path / "state"
+    server = Server([_chain(tmp_path)], state)
+    servers.append(server)
+    url = server.ready()
+    answers: list[httpx.Response] = []
+
+    def wait() -> None:
+        answers.append(httpx.post(f"{url}/v1/pipelines/chain/runs?wait=true", timeout=30))
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    until(lambda: bool(_stored(state, "SELECT 1 FROM events")), 30)
+    signalled = time.monotonic()
+    server.process.send_signal(signal.SIGTERM)
+    waiter.join(30)
+    assert time.monotonic() - signalled < 3
+    assert answers[0].status_code == 202
+    assert answers[0].json()["status"] in ("running", "queued")
+    assert server.exit_code() == 0
+    assert "Traceback" not in "".join(server.stderr)
+    assert _stored(state, "SELECT status FROM runs") == [("queued",)]
+
+
+def test_a_run_that_pauses_as_the_server_stops_is_stored_paused_once(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """A run whose slow model call ends in a pause after SIGTERM is stored paused, each of
+    its events once. Before, it was queued again and its pause's events (proposal_pending,
+    hitl_paused, run_finished) were stored again by the restart."""
+    (tmp_path / "slow.script.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules: []\n"
+        'default: {reply: "go big", delay_s: 1.5}\n'
+    )
+    path = tmp_path / "gated.yaml"
+    path.write_text(
+        "apiVersion: converge-dsl/v1\nkind: Pipeline\nname: gated\n"
+        "description: One slow model call whose output waits for a human.\n"
+        "models:\n  default: {adapter: scripted, script: slow.script.yaml}\n"
+        "promotion: {gated_keys: [strategies]}\n"
+        "budget: {max_cycles: 5, max_model_calls: 3}\n"
+        "seeds: [{id: a, content: x}]\nsuggestors:\n"
+        "  - {name: plan, kind: llm, model: default, dependencies: [seeds], target: strategies,"
+        ' prompt: {user: "plan"}, output: {format: text, id: s1}}\n'
+    )
+    state = tmp_path / "state"
+    server = Server([path], state)
+    servers.append(server)
+    url = server.ready()
+    httpx.post(f"{url}/v1/pipelines/gated/runs").raise_for_status()
+    time.sleep(0.5)  # in its model call
+    server.process.send_signal(signal.SIGTERM)
+    assert server.exit_code() == 0
+    assert _stored(state, "SELECT status FROM runs") == [("paused",)]
+    types = [kind for _, kind in _events(state)]
+    assert types.count("hitl_paused") == types.count("run_finished") == 1
+    server = Server([path], state)
+    servers.append(server)
+    server.ready()
+    server.stop()
+    assert len(_events(state)) == len(types)
+
+
+def test_a_stop_takes_at_most_stop_s_and_a_second_ctrl_c_ends_it_at_once(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """A run in a long model call does not reach a checkpoint: SIGTERM's stop ends within
+    `STOP_S` (5 s), and a SIGINT after it ends the stop at once. Before, the stop waited
+    10 s for the checkpoint, a second signal or not, then up to 10 s more for the cancel."""
+    for forced in (False, True):
+        state = tmp_path / f"state-{forced}"
+        server = Server([_chain(tmp_path, delay_s=30)], state)
+        servers.append(server)
+        url = server.ready()
+        run = httpx.post(f"{url}/v1/pipelines/chain/runs").json()["id"]
+        seen: list[tuple[int, dict[str, object]]] = []
+        _stream(url, run, None, seen, 1, until_type="model_call_started")
+        signalled = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        if forced:
+            time.sleep(1.0)  # the stop waits for the checkpoint
+            server.process.send_signal(signal.SIGINT)
+        assert server.exit_code() == 0
+        took = time.monotonic() - signalled
+        assert took < (2.0 if forced else 6.5), took  # `STOP_S`: 5 s
+
+
+def test_the_stream_of_a_queued_run_ends_promptly_on_sigterm(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """A run queued behind another (one worker) does not start on a stopping server: its
+    stream ends within a second of SIGTERM, not at the end of uvicorn's drain (5 s)."""
+    state = tmp_path / "state"
+    server = _started(state, "--workers", "1")
+    servers.append(server)
+    url = server.url
+    queued = httpx.post(f"{url}/v1/pipelines/chain/runs").json()["id"]
+    ended: list[float] = []
+
+    def read() -> None:
+        with (
+            contextlib.suppress(httpx.RemoteProtocolError, httpx.ReadError),
+            httpx.stream("GET", f"{url}/v1/runs/{queued}/events", timeout=30) as answer,
+        ):
+            for _ in answer.iter_lines():
+                pass
+        ended.append(time.monotonic())
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    time.sleep(0.5)
+    signalled = time.monotonic()
+    server.process.send_signal(signal.SIGTERM)
+    reader.join(30)
+    assert ended[0] - signalled < 1.5
+    assert server.exit_code() == 0
