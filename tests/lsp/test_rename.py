@@ -216,6 +216,23 @@ async def test_each_class_of_name_yaml_reads_as_another_value_is_refused_saying_
         assert f"{new!r} is not a valid model name: {why}" in str(refused.value)
 
 
+async def test_a_name_the_pattern_refuses_is_given_no_yaml_reading_it_does_not_have(
+    session: Session,
+) -> None:
+    """Names were loaded as YAML before the pattern was checked: `x: y` was refused as
+    "'y' is a boolean in YAML 1.1", `#x` as read as null, `a #b` as the text 'a', `=` as
+    read as tag:yaml.org,2002:value. The pattern's refusal now stands alone."""
+    session.open("typed.yaml")
+    identifier = lsp.TextDocumentIdentifier(session.uri("typed.yaml"))
+    position = session.position("typed.yaml", "  default:", 3)
+    for new in ("x: y", "#x", "a #b", "=", "x\n- y"):
+        with pytest.raises(JsonRpcException) as refused:
+            await session.client.text_document_rename_async(
+                lsp.RenameParams(text_document=identifier, position=position, new_name=new)
+            )
+        assert str(refused.value).endswith(f"{new!r} is not a valid model name"), refused.value
+
+
 async def test_a_name_already_taken_is_refused(session: Session, project: Path) -> None:
     """A suggestor renamed to another's name was written: the two were one, and `validate`
     refused the pipeline (CD200, defined twice); a key renamed to another merged the two."""
