@@ -501,15 +501,20 @@ class Output:
 async def read_frames(
     frames: Frames, protocol: PipelineProtocol, stop: threading.Event, limit: int
 ) -> None:
-    """Hand each frame's body to `protocol.receive` until the stream ends or `stop` is set."""
+    """Hand each frame's body to `protocol.receive` until the stream ends or `stop` is set.
+
+    A message whose headers hold two Content-Length values that differ as written (`187`
+    and `0187` differ too) is skipped: every later Content-Length up to the blank line
+    that ends its headers is refused, one equal to the first included."""
     length: int | None = None
     written: bytes | None = None  # the Content-Length of the headers being read, as written
+    disagreed = False  # two of these headers' Content-Length differ: the message is skipped
     while not stop.is_set():
         line = await frames.line()
         if not line:
             return
         if not line.strip():
-            written = None
+            written, disagreed = None, False
             if length is None:
                 continue
             body = await frames.body(length)
@@ -522,9 +527,11 @@ async def read_frames(
         if header is None:
             continue  # another header, or bytes between frames
         value = header.group(1).strip()
+        if disagreed:
+            continue
         if written is not None and value != written:
             # Which one is the body's? Either read could take the frames after it.
-            length = None
+            length, disagreed = None, True
             protocol.log(
                 f"a message has two Content-Length headers ({_ascii(written)!r} and "
                 f"{_ascii(value)!r}): the message is skipped"
