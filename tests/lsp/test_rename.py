@@ -158,8 +158,8 @@ async def test_a_new_name_is_one_validate_accepts_for_its_kind(session: Session)
 # written plain, and `validate` then refused the files (CD108, CD102, CD007, CD008, CD012).
 NOT_TEXT = (
     ("name: summarise", 7, ("123", "1.5", "true", "null", "on", "yes", "0x1f", "1_000", "0o17")),
-    ("name: summarise", 7, ("1e3", "1.", "0b11", "2001-12-14", "~", ".inf")),
-    ("  default:", 3, ("True", "NULL", "Off", "1.5", "007", "0x1F", "2001-12-14", "1e3")),
+    ("name: summarise", 7, ("1e3", "1.", "0b11", "2001-12-14", "~", ".inf", "08", "019")),
+    ("  default:", 3, ("True", "NULL", "Off", "1.5", "007", "0x1F", "2001-12-14", "1e3", "0_9")),
     ("  queue:", 3, ("null", "True", "on", "Yes")),
     ("[tickets]", 1, ("on", "off", "yes", "no", "null", "true")),
     ("name: has-strategy", 7, ("1", "1.1", "no")),
@@ -195,6 +195,7 @@ WHY = {
     "1e3": "'1e3' is a number (1000.0) in YAML 1.2 and text in YAML 1.1 (CD008)",
     "0x1F": "'0x1F' is a hexadecimal number (31); numbers are written in decimal (CD008)",
     ".inf": "'.inf' is not a number JSON can hold (CD008)",
+    "08": "'08' is a number (8) in YAML 1.2 and text in YAML 1.1 (CD008)",  # ruamel's reading
     "yes": "'yes' is a boolean in YAML 1.1 and text in YAML 1.2 (CD007)",
 }
 
