@@ -180,20 +180,29 @@ def _unknown(
     return diagnostic._replace(message=f"{diagnostic.message} ({spelled})")
 
 
-# An escape of a double-quoted YAML scalar that writes one character by its number.
-_NUMBERED_ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})")
+# An escape of a double-quoted YAML scalar: one by the character's number, one by a letter,
+# or any other (`\\`, `\"`), taken whole so that `\\e` is not read as `\e`.
+_ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.DOTALL)
+_NAMED_ESCAPES = dict(zip("0abtnvfreN_LP", "\0\a\b\t\n\v\f\r\x1b\x85\xa0\u2028\u2029", strict=True))
 
 
 def _spelled(char: str, written: str) -> str:
     """How the file writes `char`, a character a terminal would act on (a bidi control, a
-    control character), in `written`, the key's source text: the character itself, which
-    the message and the excerpt show escaped (`\\u202e`) and an editor may not show at all,
-    or an escape (`\\u202E`, `\\x85`, `\\N`), which the user can search for."""
-    name = f"U+{ord(char):04X}"
+    control character), in `written`, the key's source text: every spelling found, the
+    character itself (which the message and the excerpt show escaped, `\\u202e`, and an
+    editor may not show at all) and each escape of it (`\\u202E`, `\\x85`, `\\N`), which
+    the user can search for."""
+    escapes = [
+        escape
+        for escape in dict.fromkeys(_ESCAPE.findall(written))
+        if (_NAMED_ESCAPES.get(escape[1:]) if len(escape) == 2 else chr(int(escape[2:], 16)))
+        == char
+    ]
+    itself = []
     if char in written:
-        return f"{name} is written as the character itself, invisible in most editors"
-    numbered = [e for e in _NUMBERED_ESCAPE.findall(written) if chr(int(e[2:], 16)) == char]
-    return f"{name} is written as {' or '.join(dict.fromkeys(numbered)) or 'an escape'}"
+        hidden = " (invisible in most editors)" if escapes else ", invisible in most editors"
+        itself = [f"the character itself{hidden}"]
+    return f"U+{ord(char):04X} is written as {' and as '.join(itself + escapes) or 'an escape'}"
 
 
 def unknown_reads(

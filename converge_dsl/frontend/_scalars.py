@@ -12,6 +12,9 @@ loader locates at the scalar. The rules (docs/architecture.md §4):
   `yes`/`no`/`on`/`off`/`y`/`n` (`YAML11_BOOLEAN`), octal, sexagesimal and `_`
   numbers, `0o10` and exponents without a dot (`1e3`) that PyYAML reads as
   text, and hexadecimal (`0x1F`, which JSON cannot write): `YAML11_NUMBER`.
+  So is any other text PyYAML keeps as text and YAML 1.2 (ruamel.yaml's
+  resolver) reads as a number: leading zeros with an 8 or 9 (`08`, `+019`),
+  `_` where YAML 1.1 allows none (`0_9`), a signed `.5` (`+.5`).
 - An explicit core tag (`!!null !!bool !!int !!float !!str`) must match its
   text under the YAML 1.2 core schema (`!!null 'x'` is refused, `TAG_MISMATCH`);
   `!!int` takes decimal integers only, like plain scalars.
@@ -27,6 +30,7 @@ import re
 from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._pyyaml import yaml
 from converge_dsl._record import Record
 
 TAG = "tag:yaml.org,2002:"
@@ -48,6 +52,16 @@ _SPECIAL_FLOAT = re.compile(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)\Z")
 _NUMBER_START = frozenset("0123456789+-.")
 # Plain texts PyYAML (YAML 1.1) reads as strings and the YAML 1.2 core schema as numbers.
 _YAML12_ONLY_NUMBER = re.compile(r"[-+]?(?:0o[0-7]+|[0-9]+(?:\.[0-9]*)?[eE][-+]?[0-9]+)\Z")
+# What ruamel.yaml (YAML 1.2, which comment-keeping edits of a file use) reads as a number:
+# its resolver's int and float forms. A plain text PyYAML keeps as text and this matches
+# (`08`, `019`, `+08`, `0_9`, `+.5`, `0o1_`) is a number to one and text to the other.
+_YAML12_NUMBER = re.compile(
+    r"""[-+]?(?:0b[01_]+|0o?[0-7_]+|[0-9_]+|0x[0-9a-fA-F_]+
+    |[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[0-9][0-9_]*[eE][-+]?[0-9]+
+    |\.[0-9_]+(?:[eE][-+][0-9]+)?)\Z""",
+    re.X,
+)
+_DECIMAL_DIGITS = re.compile(r"[-+]?[0-9]{1,18}\Z")
 
 
 class Problem(Record):
@@ -121,7 +135,21 @@ def _plain_text(text: str) -> Any:
             f"{text!r} is a number{shown} in YAML 1.2 and text in YAML 1.1",
             f"write it in decimal{shown} for the number, or quote it for text: '{text}'",
         )
+    if text[:1] in _NUMBER_START and _YAML12_NUMBER.match(text) and _yaml11_text(text):
+        number = str(int(text)) if _DECIMAL_DIGITS.match(text) else None
+        return Problem(
+            codes.YAML11_NUMBER,
+            f"{text!r} is a number{f' ({number})' if number else ''} in YAML 1.2 and text "
+            "in YAML 1.1",
+            f"write {number or 'it in decimal'} for the number, or quote it for text: '{text}'",
+        )
     return text
+
+
+def _yaml11_text(text: str) -> bool:
+    """Whether PyYAML reads plain `text` as text (a scalar tagged `!!str 5` comes here too)."""
+    tag = yaml.resolver.Resolver().resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
+    return bool(tag == STR)
 
 
 def _implicit_int(text: str) -> Any:

@@ -16,7 +16,8 @@ drop the frame too: reading the larger would take the frames after it.
 message that says what to send instead, every request it cannot hand to a
 feature: a body that is not JSON (ParseError, id null), not a JSON-RPC 2.0
 message (InvalidRequest), a request whose id is not a string, an integer or
-null (InvalidRequest, id null: it is not run) or whose method is not a string
+null (InvalidRequest, id null: it is not run; an id written `7.0` is answered as
+`7`, the same JSON number) or whose method is not a string
 (InvalidRequest), params that do not fit the method (InvalidParams, each misfit
 by its place), a request before `initialize` (ServerNotInitialized),
 a second `initialize` (which would forget the open documents) or a request after
@@ -30,8 +31,9 @@ client was answered or told in its log (a misfit, a feature's JSON-RPC error, a
 cancel of a request already answered) writes nothing there, a failure inside
 the server its line. A notification no handler takes is dropped: silently when its
 method starts with `$/` (the protocol lets a server ignore those), else said there
-once per method a session; a response to no request of the server's is said once, and so
-is a message with neither method nor id, or a response with neither result nor error.
+once per method a session; a response to no request of the server's (one whose id is not
+an id included) is said once, and so is a message with neither method nor id. A message
+with an id and neither method, result nor error is answered (InvalidRequest).
 
 Params are read by `strict_converter`: a JSON value of the wrong type for a
 string, integer, boolean or number field is a misfit (cattrs would make
@@ -160,11 +162,12 @@ class PipelineProtocol(LanguageServerProtocol):
         """A response to no request of the server's (one it never sent, or already
         answered) is dropped and said on stderr once a session: pygls wrote a line for each."""
         if not isinstance(msg_id, str | int) or msg_id not in self._request_futures:
-            self._once(
-                "a response", f"ignoring a response to {msg_id!r}, no request of the server's"
-            )
+            self._stray_response(msg_id)
             return
         super()._handle_response(msg_id, result, error)
+
+    def _stray_response(self, msg_id: object) -> None:
+        self._once("a response", f"ignoring a response to {msg_id!r}, no request of the server's")
 
     @lsp_method(lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     def lsp_work_done_progress_cancel(self, params: lsp.WorkDoneProgressCancelParams) -> None:
@@ -319,8 +322,10 @@ class PipelineProtocol(LanguageServerProtocol):
 
     def _well_formed(self, data: dict[str, Any]) -> bool:
         """Whether `data` is a request, a notification or a response; else it is answered
-        (a request: InvalidRequest, id null when its id is not an id) or said on stderr
-        once a session (a message with no method nor id, which cannot be answered)."""
+        (a request, or a message with an id and no method, result nor error: InvalidRequest,
+        id null when its id is not an id) or said on stderr once a session (a message with
+        no method nor id, which cannot be answered; a response whose id is not an id, as one
+        to no request of the server's)."""
         method = data.get("method")
         if "method" not in data and "id" not in data:
             self._once(
@@ -330,12 +335,19 @@ class PipelineProtocol(LanguageServerProtocol):
             )
             return False
         if "method" not in data and "result" not in data and "error" not in data:
-            self._once(
-                "no result nor error",
-                "ignoring a response with neither 'result' nor 'error' (a response has one)",
+            found = _request_id(data["id"])
+            self.fail(
+                None if found is _NOT_AN_ID else found,
+                JsonRpcInvalidRequest(
+                    "a message with an 'id' has a 'method' (a request) or a 'result' or an "
+                    "'error' (a response): this one has none of them"
+                ),
             )
             return False
         if "method" not in data:
+            if _request_id(data["id"]) is _NOT_AN_ID:  # pygls would read an error's id
+                self._stray_response(data["id"])
+                return False
             return True  # a response: `_handle_response` takes or drops it
         if "id" in data:
             msg_id = _request_id(data["id"])
@@ -501,15 +513,20 @@ class Output:
 async def read_frames(
     frames: Frames, protocol: PipelineProtocol, stop: threading.Event, limit: int
 ) -> None:
-    """Hand each frame's body to `protocol.receive` until the stream ends or `stop` is set."""
+    """Hand each frame's body to `protocol.receive` until the stream ends or `stop` is set.
+
+    A message whose headers hold two Content-Length values that differ as written (`187`
+    and `0187` differ too) is skipped: every later Content-Length up to the blank line
+    that ends its headers is refused, one equal to the first included."""
     length: int | None = None
     written: bytes | None = None  # the Content-Length of the headers being read, as written
+    disagreed = False  # two of these headers' Content-Length differ: the message is skipped
     while not stop.is_set():
         line = await frames.line()
         if not line:
             return
         if not line.strip():
-            written = None
+            written, disagreed = None, False
             if length is None:
                 continue
             body = await frames.body(length)
@@ -522,9 +539,11 @@ async def read_frames(
         if header is None:
             continue  # another header, or bytes between frames
         value = header.group(1).strip()
+        if disagreed:
+            continue
         if written is not None and value != written:
             # Which one is the body's? Either read could take the frames after it.
-            length = None
+            length, disagreed = None, True
             protocol.log(
                 f"a message has two Content-Length headers ({_ascii(written)!r} and "
                 f"{_ascii(value)!r}): the message is skipped"

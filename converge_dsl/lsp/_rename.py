@@ -15,6 +15,9 @@ CD108), nor one PyYAML (YAML 1.1, as other tools read the file) reads as a date
 (`2001-12-14`), which `validate` takes as text and such a tool would not. The
 rename is refused with the reason, whatever the places it would write: a name in
 a quoted scalar or an expression would read back, the one in a plain scalar not.
+The pattern is checked first; a name it refuses is given YAML's reading as the
+reason only when it is one plain scalar of its own text (`~`, `.inf`), not when
+YAML reads it as a mapping, a comment or a shorter text (`x: y`, `#x`, `a #b`).
 """
 
 from __future__ import annotations
@@ -68,10 +71,20 @@ def read_back(name: str) -> str | None:
         return f"YAML reads it as {read}, not as text"
     resolve = yaml.resolver.Resolver().resolve
     tag = resolve(yaml.ScalarNode, name, (True, False))  # type: ignore[no-untyped-call]
-    if tag != "tag:yaml.org,2002:str":
-        read = _TAGS_READ_AS.get(tag, tag)
-        return f"YAML 1.1 (PyYAML, and the tools that read the file with it) reads it as {read}"
+    if tag == "tag:yaml.org,2002:timestamp":
+        tools = "YAML 1.1 (PyYAML, and the tools that read the file with it)"
+        return f"{tools} reads it as a date, not as text"
     return None
+
+
+def _one_scalar(name: str) -> bool:
+    """Whether `name`, written plain, is one YAML scalar of that very text (not a mapping,
+    a comment, a list or a shorter text): only then does `read_back` say why of it."""
+    try:
+        node = yaml.compose(name, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return False
+    return isinstance(node, yaml.ScalarNode) and node.style is None and node.value == name
 
 
 _READ_AS = {
@@ -82,7 +95,6 @@ _READ_AS = {
     dict: "a mapping",
     list: "a list",
 }
-_TAGS_READ_AS = {"tag:yaml.org,2002:timestamp": "a date, not as text"}
 
 
 class RenameRefused(Exception):
@@ -107,11 +119,13 @@ def rename(subject: Subject, position: lsp.Position, new_name: str) -> dict[Path
     if found is None:
         raise RenameRefused("nothing to rename here (a built-in key keeps its name)")
     (kind, name), _ = found
+    refused = f"{new_name!r} is not a valid {kind} name"
+    if not name_pattern(kind).fullmatch(new_name):
+        why = read_back(new_name) if _one_scalar(new_name) else None
+        raise RenameRefused(refused if why is None else f"{refused}: {why}")
     why = read_back(new_name)
     if why is not None:
-        raise RenameRefused(f"{new_name!r} is not a valid {kind} name: {why}")
-    if not name_pattern(kind).fullmatch(new_name):
-        raise RenameRefused(f"{new_name!r} is not a valid {kind} name")
+        raise RenameRefused(f"{refused}: {why}")
     if kind == KEY and new_name in BUILTIN_KEYS:
         raise RenameRefused(f"{new_name!r} is a built-in key")
     if new_name != name and occurrences(subject, (kind, new_name)):

@@ -144,6 +144,9 @@ def wire(project: Path) -> Iterator[Wire]:
         b"Content-Length: 3000000000\r\n\r\n{}",  # over the limit
         b"Content-Length: twelve\r\n\r\n{}",
         b"Content-Length: 2\r\nContent-Length: 500\r\n\r\n{}",  # the larger took what follows
+        # A third length equal to the first brought the message back.
+        b"Content-Length: 51\r\nContent-Length: 500\r\nContent-Length: 51\r\n\r\n"
+        b'{"jsonrpc": "2.0", "id": 900, "method": "shutdown"}',
     ],
 )
 def test_a_bad_frame_loses_that_frame_only(wire: Wire, project: Path, bad: bytes) -> None:

@@ -54,10 +54,7 @@ _NO_METHOD_NOR_ID = (
     "ignoring a message with neither 'method' nor 'id' (a request has both, a notification a "
     "'method', a response an 'id') (said once a session)"
 )
-_NO_RESULT_NOR_ERROR = (
-    "ignoring a response with neither 'result' nor 'error' (a response has one) "
-    "(said once a session)"
-)
+_STRAY = "ignoring a response to {}, no request of the server's (said once a session)"
 
 
 @pytest.mark.parametrize(
@@ -67,18 +64,40 @@ _NO_RESULT_NOR_ERROR = (
         ({"params": {}}, _NO_METHOD_NOR_ID),
         ({"result": 3}, _NO_METHOD_NOR_ID),
         ({"error": {"code": 1, "message": "m"}}, _NO_METHOD_NOR_ID),
-        ({"id": 3}, _NO_RESULT_NOR_ERROR),
+        ({"id": 3, "result": None}, _STRAY.format(3)),
+        ({"id": [1], "result": None}, _STRAY.format([1])),
+        ({"id": {"a": 1}, "error": {"code": 1, "message": "m"}}, _STRAY.format({"a": 1})),
     ],
 )
 def test_a_message_that_lacks_its_method_or_id_is_said_once_in_words(
     server: Server, caplog: pytest.LogCaptureFixture, message: dict[str, Any], why: str
 ) -> None:
     """It was said in the client's log as "None: the params do not fit the method", once
-    for each such message."""
+    for each such message; a response whose id is not an id with an error was said there
+    as "None: expected an integer or a string...", each time."""
     for _ in range(3):
         server.send(message)
     assert server.sent == []
     assert said(caplog) == [why]
+
+
+@pytest.mark.parametrize(("msg_id", "echoed"), [(77, 77), ("s", "s"), ([1], None)])
+def test_a_message_with_an_id_and_no_method_result_nor_error_is_answered(
+    server: Server, msg_id: object, echoed: object
+) -> None:
+    """It was ignored: a client that sent it waited for its answer for ever."""
+    server.send({"id": msg_id, "params": {}})
+    assert server.sent == [
+        {
+            "jsonrpc": "2.0",
+            "id": echoed,
+            "error": {
+                "code": -32600,
+                "message": "a message with an 'id' has a 'method' (a request) or a 'result' "
+                "or an 'error' (a response): this one has none of them",
+            },
+        }
+    ]
 
 
 def test_a_method_that_is_not_a_string_is_refused_in_words(

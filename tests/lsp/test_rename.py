@@ -158,8 +158,8 @@ async def test_a_new_name_is_one_validate_accepts_for_its_kind(session: Session)
 # written plain, and `validate` then refused the files (CD108, CD102, CD007, CD008, CD012).
 NOT_TEXT = (
     ("name: summarise", 7, ("123", "1.5", "true", "null", "on", "yes", "0x1f", "1_000", "0o17")),
-    ("name: summarise", 7, ("1e3", "1.", "0b11", "2001-12-14", "~", ".inf")),
-    ("  default:", 3, ("True", "NULL", "Off", "1.5", "007", "0x1F", "2001-12-14", "1e3")),
+    ("name: summarise", 7, ("1e3", "1.", "0b11", "2001-12-14", "~", ".inf", "08", "019")),
+    ("  default:", 3, ("True", "NULL", "Off", "1.5", "007", "0x1F", "2001-12-14", "1e3", "0_9")),
     ("  queue:", 3, ("null", "True", "on", "Yes")),
     ("[tickets]", 1, ("on", "off", "yes", "no", "null", "true")),
     ("name: has-strategy", 7, ("1", "1.1", "no")),
@@ -195,6 +195,7 @@ WHY = {
     "1e3": "'1e3' is a number (1000.0) in YAML 1.2 and text in YAML 1.1 (CD008)",
     "0x1F": "'0x1F' is a hexadecimal number (31); numbers are written in decimal (CD008)",
     ".inf": "'.inf' is not a number JSON can hold (CD008)",
+    "08": "'08' is a number (8) in YAML 1.2 and text in YAML 1.1 (CD008)",  # ruamel's reading
     "yes": "'yes' is a boolean in YAML 1.1 and text in YAML 1.2 (CD007)",
 }
 
@@ -214,6 +215,23 @@ async def test_each_class_of_name_yaml_reads_as_another_value_is_refused_saying_
                 lsp.RenameParams(text_document=identifier, position=position, new_name=new)
             )
         assert f"{new!r} is not a valid model name: {why}" in str(refused.value)
+
+
+async def test_a_name_the_pattern_refuses_is_given_no_yaml_reading_it_does_not_have(
+    session: Session,
+) -> None:
+    """Names were loaded as YAML before the pattern was checked: `x: y` was refused as
+    "'y' is a boolean in YAML 1.1", `#x` as read as null, `a #b` as the text 'a', `=` as
+    read as tag:yaml.org,2002:value. The pattern's refusal now stands alone."""
+    session.open("typed.yaml")
+    identifier = lsp.TextDocumentIdentifier(session.uri("typed.yaml"))
+    position = session.position("typed.yaml", "  default:", 3)
+    for new in ("x: y", "#x", "a #b", "=", "x\n- y"):
+        with pytest.raises(JsonRpcException) as refused:
+            await session.client.text_document_rename_async(
+                lsp.RenameParams(text_document=identifier, position=position, new_name=new)
+            )
+        assert str(refused.value).endswith(f"{new!r} is not a valid model name"), refused.value
 
 
 async def test_a_name_already_taken_is_refused(session: Session, project: Path) -> None:
