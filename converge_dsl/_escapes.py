@@ -5,10 +5,12 @@ newline and tab, DEL, C1 and the bidi controls (U+202A-U+202E, U+2066-U+2069).
 `escaped(match)` is a matched character's visible escape, `\\xNN` below U+0100
 and `\\uNNNN` above: what `frontend.terminal_safe`, the pages' `page_text` and
 a location's file name (`diagnostics.one_line`) show in its place.
-`shell_word(text)` is `text` as one word a shell reads back as it is, and as
-safe to show: a command line the user may paste (`init`'s next step, the answer
-cache's and run's hints); a word holding such a character is `$'...'`, which
-bash, zsh and ksh read, not dash nor fish.
+`name_on_one_line(text)` escapes newline, tab and the backslash too, one to one:
+a name pytest shows on a report line of its own. `shell_word(text)` is `text` as
+one word a shell reads back as it is, and as safe to show: a command line the
+user may paste (`init`'s next step, the answer cache's and run's hints); a word
+holding such a character is `$'...'`, which bash, zsh and ksh read, not dash nor
+fish.
 """
 
 from __future__ import annotations
@@ -25,6 +27,20 @@ def escaped(found: re.Match[str]) -> str:
     """The visible escape of the one character `found` matched."""
     code = ord(found.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def name_on_one_line(text: str) -> str:
+    """`text` on one line and safe to show, escaped one to one (two texts never show
+    alike): `UNSHOWN` as `escaped` does, newline as `\\n`, tab as `\\t` and a
+    backslash as `\\\\`. What names a pytest item of a case (a report line each)."""
+    import re
+
+    return re.sub(f"[\\\\\t\n]|{UNSHOWN}", _line_escaped, text)
+
+
+def _line_escaped(found: re.Match[str]) -> str:
+    char = found.group()
+    return {"\\": "\\\\", "\n": "\\n", "\t": "\\t"}.get(char) or escaped(found)
 
 
 # What a pasted command line cannot hold as it is: `UNSHOWN`, newline and tab (which
