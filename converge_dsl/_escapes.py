@@ -5,8 +5,12 @@ newline and tab, DEL, C1 and the bidi controls (U+202A-U+202E, U+2066-U+2069).
 `escaped(match)` is a matched character's visible escape, `\\xNN` below U+0100
 and `\\uNNNN` above: what `frontend.terminal_safe`, the pages' `page_text` and
 a location's file name (`diagnostics.one_line`) show in its place.
-`shell_word(text)` is `text` as one word a shell reads back as it is, and as
-safe to show: a command line the user may paste (`init`'s next step).
+`name_on_one_line(text)` escapes newline, tab and the backslash too, one to one:
+a name pytest shows on a report line of its own. `shell_word(text)` is `text` as
+one word a shell reads back as it is, and as safe to show: a command line the
+user may paste (`init`'s next step, the answer cache's and run's hints); a word
+holding such a character is `$'...'`, which bash, zsh and ksh read, not dash nor
+fish.
 """
 
 from __future__ import annotations
@@ -25,41 +29,51 @@ def escaped(found: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def _acts(char: str) -> bool:
-    """Whether a terminal would act on `char` (`UNSHOWN`), or it breaks a pasted line."""
-    code = ord(char)
-    return (
-        code < 0x20
-        or 0x7F <= code <= 0x9F
-        or 0x202A <= code <= 0x202E
-        or 0x2066 <= code <= 0x2069
-        or 0xDC80 <= code <= 0xDCFF
-    )
+def name_on_one_line(text: str) -> str:
+    """`text` on one line and safe to show, escaped one to one (two texts never show
+    alike): `UNSHOWN` as `escaped` does, newline as `\\n`, tab as `\\t` and a
+    backslash as `\\\\`. What names a pytest item of a case (a report line each)."""
+    import re
+
+    return re.sub(f"[\\\\\t\n]|{UNSHOWN}", _line_escaped, text)
+
+
+def _line_escaped(found: re.Match[str]) -> str:
+    char = found.group()
+    return {"\\": "\\\\", "\n": "\\n", "\t": "\\t"}.get(char) or escaped(found)
+
+
+# What a pasted command line cannot hold as it is: `UNSHOWN`, newline and tab (which
+# end or split the line), and a byte of a file name that was not UTF-8 (Python's
+# surrogate escape).
+_BREAKS_PASTE = f"[\t\n\udc80-\udcff]|{UNSHOWN}"
 
 
 def shell_word(text: str) -> str:
     """`text` quoted as one word for a POSIX shell, with no character a terminal acts on.
 
-    `shlex.quote`'s form when that holds none; else ANSI-C quoting (`$'...'`: bash,
-    zsh, ksh, busybox sh) with each such character escaped: `\\xNN` below
-    U+0080, `\\uNNNN` above (the shell writes it in UTF-8), and `\\xNN` for a byte of a
-    file name that was not UTF-8 (Python's surrogate escape U+DC80-U+DCFF)."""
-    if not any(_acts(char) for char in text):
+    `shlex.quote`'s form when that holds none; else ANSI-C quoting (`$'...'`) with
+    each such character written as its UTF-8 bytes, `\\xNN` each (a byte of a file
+    name that was not UTF-8 as itself), which the shell reads back in any locale
+    (`\\uNNNN` only in a UTF-8 one). `$'...'` is bash's, zsh's and ksh's (and
+    busybox sh's), not dash's (Debian's /bin/sh) nor fish's: the portable forms
+    (`"$(printf ...)"`) lose a trailing newline and read differently in fish."""
+    import re
+
+    if not re.search(_BREAKS_PASTE, text):
         import shlex
 
         return shlex.quote(text)
-    parts = []
-    for char in text:
-        code = ord(char)
-        if char in "\\'":
-            parts.append("\\" + char)
-        elif not _acts(char):
-            parts.append(char)
-        elif 0xDC80 <= code <= 0xDCFF:
-            parts.append(f"\\x{code - 0xDC00:02x}")
-        else:
-            parts.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
-    return "$'" + "".join(parts) + "'"
+    return "$'" + re.sub(f"[\\\\']|{_BREAKS_PASTE}", _shell_escaped, text) + "'"
+
+
+def _shell_escaped(found: re.Match[str]) -> str:
+    char = found.group()
+    if char in "\\'":
+        return "\\" + char
+    if 0xDC80 <= ord(char) <= 0xDCFF:
+        return f"\\x{ord(char) - 0xDC00:02x}"
+    return "".join(f"\\x{byte:02x}" for byte in char.encode())
 
 
 def shell_join(words: list[str]) -> str:

@@ -9,7 +9,8 @@ suggestor's); `show KEY` prints one entry (a unique prefix of its key is
 enough), with whether it passes its check; `prune --max-bytes N` removes the
 least recently used entries until the rest fill at most N bytes; `clear`
 removes every entry, and the cache's files when they are damaged (no database,
-a corrupt one, one of another version: every other action is CD975 then). A
+a corrupt one, one of another version: every other action is CD975 then). Both
+remove a pause of storing (`models.caching.PAUSE_FILE`), which `stats` shows. A
 key that names no entry is CD977 (exit 3).
 """
 
@@ -26,6 +27,8 @@ from converge_dsl.errors import UsageError
 from converge_dsl.models.answer_store import MemoryAnswerStore, StoreStats
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from converge_dsl.cli import CommandIO
     from converge_dsl.models.answer_store import CacheRow, SqliteAnswerStore
 
@@ -84,7 +87,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     store: Store
     if not (folder / STORE_FILE).exists() and not folder.is_file():
         store = _NoStore(folder / STORE_FILE)  # a look creates no folder nor database
-        return _ACTIONS[args.action](store, args, io)
+        return _act(store, folder, args, io)
     try:
         store = SqliteAnswerStore(folder)
     except CacheStoreError as exc:
@@ -92,11 +95,61 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             raise
         removed = [str(path) for path in SqliteAnswerStore.discard(folder)]
         text = "".join(f"removed the damaged file {path}\n" for path in removed)
-        return _emit(args, io, text, {"removed": 0, "files": removed})
+        data = {"removed": 0, "files": removed, **_unpause(folder)}
+        text += "removed the pause of storing\n" if data["pause_removed"] else ""
+        return _emit(args, io, text, data)
     try:
-        return _ACTIONS[args.action](store, args, io)
+        return _act(store, folder, args, io)
     finally:
         store.close()
+
+
+def _act(store: Store, folder: Path, args: argparse.Namespace, io: CommandIO) -> int:
+    text, data = _ACTIONS[args.action](store, args)
+    if args.action == "stats":
+        data["paused"], said = _pause(folder)
+        text += said
+    elif args.action in ("prune", "clear"):
+        data |= _unpause(folder)
+        text = text + ("removed the pause of storing\n" if data["pause_removed"] else "")
+    return _emit(args, io, text, data)
+
+
+def _pause(folder: Path) -> tuple[dict[str, Any] | None, str]:
+    """The pause of storing in `folder` that has not ended, as JSON and as a line."""
+    import time
+
+    from converge_dsl.models.caching import PAUSE_FILE, read_pause
+
+    now = time.time()
+    pause = read_pause(folder / PAUSE_FILE)
+    if pause is None or pause.until <= now:
+        return None, ""
+    said = (
+        pause.describe(now)
+        if pause.honoured
+        else f"the pause of storing in {folder / PAUSE_FILE} was written by user "
+        f"{pause.owner_name()}: only the current user's is honoured, storing is not paused"
+    )
+    return {
+        "until": pause.until,
+        "pid": pause.pid,
+        "why": pause.why,
+        "owner": pause.owner_name(),
+        "honoured": pause.honoured,
+        "file": str(pause.file),
+    }, said + "\n"
+
+
+def _unpause(folder: Path) -> dict[str, Any]:
+    """Remove the pause of storing from `folder`: whether there was one removed."""
+    from converge_dsl.models.caching import PAUSE_FILE
+
+    try:
+        (folder / PAUSE_FILE).unlink()
+    except FileNotFoundError:
+        return {"pause_removed": False}
+    return {"pause_removed": True}
 
 
 def _emit(args: argparse.Namespace, io: CommandIO, text: str, data: dict[str, Any]) -> int:
@@ -106,7 +159,7 @@ def _emit(args: argparse.Namespace, io: CommandIO, text: str, data: dict[str, An
     return 0
 
 
-def _stats(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
+def _stats(store: Store, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     stats = store.stats()
     data = {
         "entries": stats.entries,
@@ -122,7 +175,7 @@ def _stats(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
         f"in {stats.location}"
         f"{' (not there: nothing cached yet)' if isinstance(store, _NoStore) else ''}\n"
     )
-    return _emit(args, io, text, data)
+    return text, data
 
 
 def _summary(row: CacheRow) -> dict[str, Any]:
@@ -141,17 +194,17 @@ def _summary(row: CacheRow) -> dict[str, Any]:
     }
 
 
-def _ls(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
+def _ls(store: Store, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     rows = store.rows(suggestor=args.suggestor)
     lines = [
         f"{row.key[:16]}  {row.kind:5}  {row.suggestor or '-':20}  {row.size:>8} B  "
         f"{row.duration_s:.3f} s{'  (fails its check)' if _summary(row)['problem'] else ''}\n"
         for row in rows
     ]
-    return _emit(args, io, "".join(lines), {"entries": [_summary(row) for row in rows]})
+    return "".join(lines), {"entries": [_summary(row) for row in rows]}
 
 
-def _show(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
+def _show(store: Store, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     from converge_dsl.diagnostics import did_you_mean
 
     if not args.key.strip():  # a prefix of every key: it showed the one entry there was
@@ -180,20 +233,26 @@ def _show(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
         f"request:\n{json.dumps(data['request'], indent=2, ensure_ascii=False)}\n"
         f"answer:\n{json.dumps(data['answer'], indent=2, ensure_ascii=False)}\n"
     )
-    return _emit(args, io, text, data)
+    return text, data
 
 
-def _prune(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
+def _prune(store: Store, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     limit = store.max_bytes if args.max_bytes is None else args.max_bytes
     if limit < 0:
         raise UsageError("--max-bytes must be 0 or more", code=codes.ARGUMENTS_REFUSED)
     removed = store.prune(limit)
-    return _emit(args, io, f"removed {removed} entries\n", {"removed": removed})
+    return f"removed {removed} entries\n", {"removed": removed}
 
 
-def _clear(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
+def _clear(store: Store, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     removed = store.clear()
-    return _emit(args, io, f"removed {removed} entries\n", {"removed": removed})
+    return f"removed {removed} entries\n", {"removed": removed}
 
 
-_ACTIONS = {"stats": _stats, "ls": _ls, "show": _show, "prune": _prune, "clear": _clear}
+_ACTIONS: dict[str, Callable[[Store, argparse.Namespace], tuple[str, dict[str, Any]]]] = {
+    "stats": _stats,
+    "ls": _ls,
+    "show": _show,
+    "prune": _prune,
+    "clear": _clear,
+}

@@ -30,6 +30,8 @@ from __future__ import annotations
 import contextlib
 import difflib
 import json
+import os
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -64,6 +66,75 @@ STORE_PAUSE_S = 60.0  # after a failed store, how long no answer is stored
 PAUSE_FILE = "store-paused-until"  # in the store's folder: the shared pause (`SavePause`)
 
 
+@dataclass(frozen=True, slots=True)
+class SharedPause:
+    """What `PAUSE_FILE` says: storing is paused until `until` (epoch seconds) because
+    process `pid` failed to store an answer (`why`); `owner` is the file's user id
+    (None where the system has none). Only the current user's file is honoured: one
+    written by another user (whose own permissions may have made the store fail)
+    pauses nobody else."""
+
+    file: Path
+    until: float
+    pid: int
+    why: str
+    owner: int | None
+
+    @property
+    def honoured(self) -> bool:
+        uid = getattr(os, "getuid", None)
+        return uid is None or self.owner is None or self.owner == uid()
+
+    def owner_name(self) -> str:
+        if self.owner is None:
+            return "unknown"
+        try:
+            import pwd
+
+            return pwd.getpwuid(self.owner).pw_name
+        except (ImportError, KeyError):
+            return f"uid {self.owner}"
+
+    def describe(self, now: float) -> str:
+        """One line: until when, why, how to lift it (what a skipped store and
+        `cache stats` say)."""
+        from converge_dsl._escapes import shell_word
+
+        end = time.strftime("%H:%M:%S UTC", time.gmtime(self.until))
+        return (
+            f"answer cache: no answer is stored until {end} ({max(self.until - now, 0):.0f} s "
+            f"more), by any process on the cache: process {self.pid} failed to store one "
+            f"({self.why}) and wrote {shell_word(str(self.file))}; the pause ends by itself, "
+            f"or now with `rm -- {shell_word(str(self.file))}` (`converge-dsl cache clear` "
+            "and `cache prune` remove it too)"
+        )
+
+
+def read_pause(file: Path) -> SharedPause | None:
+    """The pause `file` holds, honoured or not; None when it is not there or cannot be
+    one (garbage, a FIFO: never read, it would block)."""
+    from converge_dsl._escapes import UNSHOWN, escaped
+    from converge_dsl._reading import open_regular
+
+    try:
+        with open_regular(file, "the answer cache's pause file") as handle:
+            owner = os.fstat(handle.fileno()).st_uid if hasattr(os, "getuid") else None
+            data = json.loads(handle.read(4096))
+        until, pid, why = data["until"], data["pid"], data["why"]
+    except (OSError, ValueError, ConvergeError, TypeError, KeyError):
+        return None
+    if not (
+        isinstance(until, float) and isinstance(pid, int) and isinstance(why, str)
+    ) or isinstance(pid, bool):
+        return None
+    return SharedPause(file, until, pid, re.sub(UNSHOWN, escaped, why[:300]), owner)
+
+
+# The shared pauses this process has warned about (file, end): one warning a pause.
+_TOLD: set[tuple[Path, float]] = set()
+_TOLD_LOCK = threading.Lock()
+
+
 class SavePause:
     """Whether answers are stored now: not for `pause_s` after a store failed (held past
     its busy timeout, a full disk, a read-only file), when each later store would wait
@@ -71,10 +142,12 @@ class SavePause:
 
     With a `file` (`PAUSE_FILE` in the store's folder) the pause is shared by the
     processes on the store too (`--executor process` workers): a failure writes the
-    pause's end (epoch seconds, `now`) there atomically, and a store is tried only
-    when neither this process nor the file says the pause runs. A file that cannot be
-    written or read pauses this process alone; an end further than `pause_s` ahead
-    (a clock set back, a file edited by hand) is no pause."""
+    pause's end (epoch seconds, `now`), its process and why there atomically
+    (`SharedPause`), and a store is tried only when neither this process nor the file
+    says the pause runs. A process that skips storing because of the file is told so
+    once a pause (`notice`). A file that cannot be written or read pauses this process
+    alone; one of another user, or with an end further than `pause_s` ahead (a clock
+    set back, a file edited by hand), is no pause."""
 
     def __init__(
         self,
@@ -86,6 +159,7 @@ class SavePause:
         self._now = now
         self._file = file
         self._until: float | None = None
+        self._by_file: SharedPause | None = None
         self._lock = threading.Lock()
         # One store at a time: runs on several threads that all found storing open would
         # otherwise each wait out the failing store's busy timeout, and each warn.
@@ -95,32 +169,47 @@ class SavePause:
         """Whether an answer is stored now (no store failed in the last `pause_s`)."""
         with self._lock:
             now = self._now()
-            for until in (self._until, self._shared_until()):
-                if until is not None and 0 < until - now <= self.pause_s:
-                    self._until = until
-                    return False
+            self._by_file = None
+            if self._until is not None and 0 < self._until - now <= self.pause_s:
+                return False
+            shared = self._shared()
+            if shared is not None and 0 < shared.until - now <= self.pause_s:
+                self._until = shared.until
+                self._by_file = shared
+                return False
             return True
 
-    def failed(self) -> None:
-        """A store failed: none is tried for `pause_s` from now."""
+    def notice(self) -> str | None:
+        """The warning for a store the file's pause skipped just now (`open`), the first
+        time this process skips one for that pause; else None."""
+        with self._lock:
+            shared = self._by_file
+            if shared is None:
+                return None
+            with _TOLD_LOCK:
+                if (shared.file, shared.until) in _TOLD:
+                    return None
+                _TOLD.add((shared.file, shared.until))
+            return shared.describe(self._now())
+
+    def failed(self, why: str = "") -> None:
+        """A store failed (`why`): none is tried for `pause_s` from now."""
         with self._lock:
             self._until = self._now() + self.pause_s
             if self._file is not None:
                 from converge_dsl._files import replace_file
 
+                with _TOLD_LOCK:  # this process warned of its own failure
+                    _TOLD.add((self._file, self._until))
+                text = json.dumps({"until": self._until, "pid": os.getpid(), "why": why})
                 with contextlib.suppress(OSError):
-                    replace_file(self._file, repr(self._until).encode())
+                    replace_file(self._file, text.encode())
 
-    def _shared_until(self) -> float | None:
+    def _shared(self) -> SharedPause | None:
         if self._file is None:
             return None
-        from converge_dsl._reading import open_regular
-
-        try:
-            with open_regular(self._file, "the answer cache's pause file") as handle:
-                return float(handle.read(64))
-        except (OSError, ValueError, ConvergeError):  # a FIFO, garbage: no pause
-            return None
+        shared = read_pause(self._file)
+        return shared if shared is not None and shared.honoured else None
 
 
 class CacheMiss(ModelError):
@@ -238,12 +327,15 @@ class AnswerCache:
             return
         with self._saving.attempt:
             if not self._saving.open():
+                notice = self._saving.notice()
+                if notice is not None:
+                    self.warn(notice)
                 return
             try:
                 with self._lock:
                     self.store.put(row)
             except CacheStoreError as exc:
-                self._saving.failed()
+                self._saving.failed(exc.coded_message)
                 self.warn(
                     f"{exc.coded_message}; the answer was not cached, nor will any for "
                     f"{self._saving.pause_s:g} s"

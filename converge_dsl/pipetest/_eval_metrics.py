@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 from ._eval_dataset import EvalCase
 from ._eval_spec import Metric
-from ._json_equal import is_number, same_json
+from ._json_equal import is_number, json_key, same_json
 
 _MISSING = object()
 _Z95 = 1.959963984540054
@@ -127,15 +127,13 @@ def is_subset(expected: object, found: object) -> bool:
         return isinstance(found, list) and all(
             any(is_subset(e, f) for f in found) for e in expected
         )
-    if is_number(expected) and is_number(found):
-        return expected == found
-    return type(expected) is type(found) and expected == found
+    return same_json(expected, found)
 
 
 def set_score(got: Sequence[JsonValue], expected: object, measure: str) -> float:
     """Precision, recall or F1 of the values `got` against the list `expected`."""
-    found = {_hashable(v) for v in got}
-    wanted = {_hashable(v) for v in (expected if isinstance(expected, list) else [expected])}
+    found = {json_key(v) for v in got}
+    wanted = {json_key(v) for v in (expected if isinstance(expected, list) else [expected])}
     hits = len(found & wanted)
     precision = hits / len(found) if found else float(not wanted)
     recall = hits / len(wanted) if wanted else 1.0
@@ -144,16 +142,6 @@ def set_score(got: Sequence[JsonValue], expected: object, measure: str) -> float
     if measure == "recall":
         return recall
     return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
-
-
-def _hashable(value: object) -> tuple[str, object]:
-    """A set member for a JSON value, tagged with its kind: true and 1 hash alike in
-    Python, and an object's JSON text would meet a string of that text."""
-    if is_number(value):
-        return ("number", value)
-    if isinstance(value, bool | str):
-        return (type(value).__name__, value)
-    return ("json", json.dumps(value, sort_keys=True))
 
 
 def _matches(pattern: str, value: object) -> bool:

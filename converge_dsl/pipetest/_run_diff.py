@@ -34,6 +34,16 @@ class _Absent:
 
 ABSENT: Any = _Absent()
 
+
+def _shown(value: Any) -> str:
+    """A field's value as JSON (`true`, `null`, `"text"`), or `(absent)`."""
+    if value is ABSENT:
+        return repr(value)
+    import json
+
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
 # The sections `ignore` may leave out of a comparison, in the order the documents name them.
 DIFF_SECTIONS = ("usage", "stop-reason", "confidence")
 
@@ -108,7 +118,7 @@ class RunDiff:
         for f in self.facts:
             sign = {"added": "+", "removed": "-", "changed": "~"}[f.change]
             lines.append(f"{sign} {f.key}/{f.id}")
-            lines.extend(f"    {w}: {a!r} -> {b!r}" for w, a, b in f.fields)
+            lines.extend(f"    {w}: {_shown(a)} -> {_shown(b)}" for w, a, b in f.fields)
         if self.stop_reason:
             lines.append(f"stop reason: {self.stop_reason[0]} -> {self.stop_reason[1]}")
         return lines

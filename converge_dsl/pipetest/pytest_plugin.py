@@ -84,13 +84,14 @@ class PipelineTestFile(pytest.File):
     """A test file: loaded, validated and checked once, its pipelines loaded once."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from converge_dsl.frontend import terminal_safe
+        from converge_dsl._escapes import name_on_one_line
         from converge_dsl.pipetest import read_test_file
 
         test = read_test_file(self.path)
         for case in test.cases:
-            # pytest prints the item's name as it is: a case's name is the user's text
-            name = terminal_safe(case.name)
+            # pytest prints the item's name as it is, one report line each: a case's
+            # name is the user's text (a newline in it could fake a PASSED line)
+            name = name_on_one_line(case.name)
             yield PipelineTestItem.from_parent(self, name=name, test=test, case=case)
 
     def repr_failure(  # type: ignore[override]

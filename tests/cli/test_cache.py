@@ -64,7 +64,7 @@ def test_stats_ls_show_prune_clear(tmp_path: Path) -> None:
     assert (code, out) == (0, "removed 3 entries\n")
     fill(tmp_path)
     code, out, _ = cli("cache", "clear", "--cache-dir", tmp_path, "--format", "json")
-    assert (code, json.loads(out)) == (0, {"removed": 3})
+    assert (code, json.loads(out)) == (0, {"removed": 3, "pause_removed": False})
 
 
 def test_show_says_when_an_entry_fails_its_check(tmp_path: Path) -> None:
@@ -134,7 +134,11 @@ def test_a_damaged_cache_names_the_clear_that_removes_it_and_clear_does(
     assert f"hint: `converge-dsl cache clear --cache-dir {folder}` removes it" in err
     code, out, err = cli("cache", "clear", "--cache-dir", folder, "--format", "json")
     assert code == 0, err
-    assert json.loads(out) == {"removed": 0, "files": [str(folder / STORE_FILE)]}
+    assert json.loads(out) == {
+        "removed": 0,
+        "files": [str(folder / STORE_FILE)],
+        "pause_removed": False,
+    }
     assert cli("cache", "stats", "--cache-dir", folder)[1].startswith("0 entries")
 
 
@@ -202,3 +206,31 @@ def test_a_listed_entry_shows_control_characters_escaped(tmp_path: Path) -> None
     assert code == 0
     assert "ask\\x1b[31m\\u202e" in out
     assert "\x1b" not in out
+
+
+def test_stats_shows_a_pause_of_storing_and_prune_and_clear_remove_it(tmp_path: Path) -> None:
+    # The pause file stopped every later process's storing; stats did not show it and
+    # clear left it, so nothing the user could see or do lifted it.
+    import time
+
+    from converge_dsl.models.caching import PAUSE_FILE
+
+    fill(tmp_path)
+    file = tmp_path / PAUSE_FILE
+    for action in ("prune", "clear"):
+        pause = {"until": time.time() + 30.0, "pid": 4242, "why": "CD975: disk full"}
+        file.write_text(json.dumps(pause))
+        code, out, _ = cli("cache", "stats", "--cache-dir", tmp_path)
+        assert code == 0
+        assert "no answer is stored until" in out
+        assert "process 4242" in out
+        assert "(CD975: disk full)" in out
+        assert f"`rm -- {file}`" in out
+        code, out, _ = cli("cache", "stats", "--cache-dir", tmp_path, "--format", "json")
+        paused = json.loads(out)["paused"]
+        assert (paused["pid"], paused["honoured"], paused["file"]) == (4242, True, str(file))
+        code, out, _ = cli("cache", action, "--cache-dir", tmp_path)
+        assert (code, out.splitlines()[-1]) == (0, "removed the pause of storing")
+        assert not file.exists()
+        code, out, _ = cli("cache", "stats", "--cache-dir", tmp_path, "--format", "json")
+        assert json.loads(out)["paused"] is None

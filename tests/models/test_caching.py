@@ -437,6 +437,7 @@ def test_runs_on_several_threads_wait_for_one_failing_store_and_warn_once() -> N
 
 
 def test_a_pause_file_is_shared_and_one_that_cannot_be_a_pause_is_none(tmp_path: Path) -> None:
+    import json
     import os
 
     from converge_dsl.models.caching import PAUSE_FILE, SavePause
@@ -444,13 +445,17 @@ def test_a_pause_file_is_shared_and_one_that_cannot_be_a_pause_is_none(tmp_path:
     now = [1000.0]
     file = tmp_path / PAUSE_FILE
     first, second = (SavePause(60.0, lambda: now[0], file) for _ in range(2))
-    first.failed()
-    assert float(file.read_text()) == 1060.0
+    first.failed("CD975: database is locked")
+    assert json.loads(file.read_text()) == {
+        "until": 1060.0,
+        "pid": os.getpid(),
+        "why": "CD975: database is locked",
+    }
     assert (first.open(), second.open()) == (False, False)  # another process's pause
     now[0] = 1060.0
     assert second.open()
-    for text in ("garbage", "99999999", "nan", "inf", ""):  # no end, or one past the pause
-        file.write_text(text)
+    for text in ("garbage", "99999999", "nan", "inf", "", '{"until": 1e99, "pid": 1, "why": ""}'):
+        file.write_text(text)  # no end, or one past the pause
         assert SavePause(60.0, lambda: now[0], file).open(), text
     file.unlink()
     os.mkfifo(file)  # never read: it would block
@@ -460,3 +465,60 @@ def test_a_pause_file_is_shared_and_one_that_cannot_be_a_pause_is_none(tmp_path:
     assert not unwritable.open()
     now[0] -= 3600.0  # the wall clock set back an hour: the pause does not last an hour more
     assert unwritable.open()
+
+
+def _paused_by_another_process(folder: Path, until: float) -> Path:
+    import json
+
+    from converge_dsl.models.caching import PAUSE_FILE
+
+    file = folder / PAUSE_FILE
+    file.write_text(json.dumps({"until": until, "pid": 4242, "why": "CD975: disk full"}))
+    return file
+
+
+def test_a_store_skipped_for_another_process_pause_warns_once_what_until_why_and_how(
+    tmp_path: Path,
+) -> None:
+    # The shared file stopped storing for every later process on the folder in silence:
+    # an unrelated later run or serve cached nothing and said nothing.
+    from converge_dsl.clock import SystemClock
+    from converge_dsl.models.caching import SavePause
+    from converge_dsl.runtime import AnswerCaching
+
+    file = _paused_by_another_process(tmp_path, 1060.0)
+    warnings: list[str] = []
+    store = MemoryAnswerStore()
+    for _ in range(2):  # two AnswerCachings of one process (two runs of serve): one warning
+        caching = AnswerCaching(
+            store, warn=warnings.append, saving=SavePause(60.0, lambda: 1000.0, file)
+        )
+        for case in range(2):
+            run = caching.open(SystemClock())
+            asyncio.run(run.wrap("remote", Counting()).call(request(f"case {case}")))
+    assert store.stats().entries == 0
+    assert warnings == [
+        "warning[CD974]: answer cache: no answer is stored until 00:17:40 UTC (60 s more), "
+        "by any process on the cache: process 4242 failed to store one (CD975: disk full) "
+        f"and wrote {file}; the pause ends by itself, or now with `rm -- {file}` "
+        "(`converge-dsl cache clear` and `cache prune` remove it too)"
+    ]
+
+
+def test_a_pause_file_of_another_user_pauses_nobody_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A file written by a user whose own permissions made the store fail paused
+    # every other user of a shared cache folder.
+    import os
+
+    from converge_dsl.models.caching import SavePause, read_pause
+
+    file = _paused_by_another_process(tmp_path, 1060.0)
+    assert not SavePause(60.0, lambda: 1000.0, file).open()
+    mine = os.getuid()
+    monkeypatch.setattr(os, "getuid", lambda: mine + 1)  # the file is now another user's
+    pause = read_pause(file)
+    assert pause is not None
+    assert not pause.honoured
+    assert SavePause(60.0, lambda: 1000.0, file).open()

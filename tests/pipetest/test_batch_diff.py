@@ -63,7 +63,7 @@ def test_the_text_shows_facts_by_case_the_unmatched_and_the_summed_usage(tmp_pat
     assert out == (
         "case y:\n"
         "  ~ tickets/ticket\n"
-        "      content: 'urgency 2' -> 'urgency 3'\n"
+        '      content: "urgency 2" -> "urgency 3"\n'
         "      /data/urgency: 2 -> 3\n"
         "only in A: gone\n"
         "only in B: new\n"
@@ -141,7 +141,7 @@ def test_ignore_usage_makes_a_case_whose_usage_alone_differs_the_same(tmp_path: 
     assert out == (
         "case y:\n"
         "  ~ tickets/ticket\n"
-        "      content: 'urgency 2' -> 'urgency 3'\n"
+        '      content: "urgency 2" -> "urgency 3"\n'
         "      /data/urgency: 2 -> 3\n"
         "1 of 2 cases differ\n"
     )

@@ -9,6 +9,7 @@ import pytest
 from converge_dsl.pipetest._eval_dataset import EvalCase
 from converge_dsl.pipetest._eval_metrics import is_subset, score, set_score, wilson
 from converge_dsl.pipetest._eval_spec import Metric
+from converge_dsl.pipetest._json_equal import same_json
 
 _RESULT: dict[str, Any] = {
     "stop_reason": "converged",
@@ -59,6 +60,25 @@ def test_set_members_are_compared_as_json() -> None:
     # true met 1, and an object met the string of its JSON text
     assert set_score([True, {"a": 1}], [1, '{"a": 1}'], "recall") == 0.0
     assert set_score([1.0, "x", None, {"a": [1]}], [1, "x", None, {"a": [1]}], "f1") == 1.0
+
+
+@pytest.mark.parametrize(
+    ("found", "expected"),
+    [
+        ({"qty": 2.0}, {"qty": 2}),
+        ([1.0], [1]),
+        ({"a": -0.0}, {"a": 0}),
+        ({"b": 1, "a": [2.0, {"c": -0.0}]}, {"a": [2, {"c": 0}], "b": 1.0}),
+    ],
+)
+def test_set_members_inside_objects_and_lists_are_equal_as_exact_finds_them(
+    found: object, expected: object
+) -> None:
+    # Members were compared by their json.dumps text: {"qty": 2.0} missed {"qty": 2},
+    # which exact takes as equal.
+    assert same_json(found, expected)
+    assert set_score([found], [expected], "f1") == 1.0
+    assert set_score([found], [{"qty": True}, [True], {"a": False}], "f1") == 0.0
 
 
 def test_a_case_without_the_expected_value_is_not_scored() -> None:

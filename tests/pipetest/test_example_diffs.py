@@ -221,7 +221,7 @@ def test_a_changed_prompt_shows_the_changed_facts_and_nothing_else(
     assert code == 1
     assert changed != (DATA / f"example-diffs/{name}.txt").read_text(encoding="utf-8")
     assert where in changed
-    assert "-> 'changed elsewhere'" in changed
+    assert '-> "changed elsewhere"' in changed
     # the same example run twice, unchanged: no difference at all
     again = _copy(change, tmp_path / "again")
     assert cli("diff", result_a, _run(change, again))[:2] == (0, _no_difference(change))

@@ -152,7 +152,8 @@ def test_init_names_its_folder_as_a_shell_reads_it_back_and_escaped(
     tmp_path: Path, name: str
 ) -> None:
     # The folder's name was quoted, then its control characters escaped: `a\x1b[31mb`
-    # inside single quotes, which a shell reads as a folder of another name.
+    # inside single quotes, which a shell reads as a folder of another name. Then a
+    # bidi or C1 character was `\uNNNN`, which bash reads back only in a UTF-8 locale.
     import re
     import shutil
 
@@ -168,7 +169,7 @@ def test_init_names_its_folder_as_a_shell_reads_it_back_and_escaped(
     pasted = subprocess.run(
         [bash, "-c", f"cd {word} && pwd"],
         capture_output=True,
-        env={**os.environ, "LC_ALL": "C.UTF-8"},
+        env={**os.environ, "LC_ALL": "C"},  # `\uNNNN` read back only in a UTF-8 locale
         timeout=30,
         check=False,
     )

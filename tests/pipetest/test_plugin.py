@@ -56,6 +56,25 @@ def test_a_case_name_with_control_characters_is_an_item_named_escaped(tmp_path: 
     assert "incident-triage.test.yaml::bad \\x1b[31mred PASSED" in done.stdout
 
 
+def test_case_names_are_items_on_one_line_each_and_never_alike(tmp_path: Path) -> None:
+    # Newline and tab were kept (a name could print a PASSED line of its own), and
+    # "dup\e" (an ESC) and 'dup\x1b' (its escape's text) were items of one name.
+    _copy_example(tmp_path, "incident-triage")
+    test_file = tmp_path / "incident-triage.test.yaml"
+    text = test_file.read_text()
+    for old, new in (
+        ("a bad deploy is rolled back first", '"x PASSED\\nfake::y\\tz"'),
+        ("the paging service names the signals and the rollback", '"dup\\e"'),
+        ("without the bad-deploy hypothesis there is no rollback", "'dup\\x1b'"),
+    ):
+        text = text.replace(old, new)
+    test_file.write_text(text)
+    done = _pytest(tmp_path, "--collect-only", "-q")
+    assert done.returncode == 0, done.stdout + done.stderr
+    names = [line.split("::", 1)[1] for line in done.stdout.splitlines() if "::" in line]
+    assert names == ["x PASSED\\nfake::y\\tz", "dup\\x1b", "dup\\\\x1b"]
+
+
 def test_an_invalid_test_file_is_a_collection_error_with_its_diagnostics(tmp_path: Path) -> None:
     _copy_example(tmp_path, "incident-triage")
     test_file = tmp_path / "incident-triage.test.yaml"

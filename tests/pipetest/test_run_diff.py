@@ -32,8 +32,8 @@ def test_a_changed_answer_shows_the_changed_fact_and_nothing_else(tmp_path: Path
     assert code == 1
     assert out == (
         "~ hypotheses/bad-deploy\n"
-        "    content: 'v2.31 introduced a slow query (likelihood 0.8)'"
-        " -> 'v2.31 introduced a slow query (likelihood 0.7)'\n"
+        '    content: "v2.31 introduced a slow query (likelihood 0.8)"'
+        ' -> "v2.31 introduced a slow query (likelihood 0.7)"\n'
         "    confidence: 0.8 -> 0.7\n"
         "    /data/likelihood: 0.8 -> 0.7\n"
     )
@@ -86,14 +86,14 @@ def test_a_field_that_is_not_there_is_told_from_a_null() -> None:
     assert found.text() == "~ k/x\n    /data/deadline: (absent) -> 30\n"
     assert found.as_json()["facts"][0]["fields"] == [{"what": "/data/deadline", "b": 30}]
     nulled = diff_results(b, {"facts": {"k": [{"id": "x", "data": {"due": 1, "deadline": 30}}]}})
-    assert nulled.text() == "~ k/x\n    /data/due: None -> 1\n"
+    assert nulled.text() == "~ k/x\n    /data/due: null -> 1\n"  # as JSON, not None
 
 
 def test_true_and_1_are_different_data() -> None:
     # Python's True == 1 hid this change
     a = {"facts": {"k": [{"id": "x", "data": {"done": 1, "n": 2}}]}}
     b = {"facts": {"k": [{"id": "x", "data": {"done": True, "n": 2.0}}]}}
-    assert diff_results(a, b).text() == "~ k/x\n    /data/done: 1 -> True\n"
+    assert diff_results(a, b).text() == "~ k/x\n    /data/done: 1 -> true\n"  # not True
 
 
 def _sides(tmp_path: Path) -> tuple[Path, Path]:
@@ -225,6 +225,6 @@ def test_control_and_bidi_characters_of_the_results_are_shown_escaped(tmp_path: 
     assert code == 1
     assert out == (
         "~ k\\x1b[31m/x\\u202eyz\n"
-        "    content: 'a' -> 'b'\n"
+        '    content: "a" -> "b"\n'
         "stop reason: converged -> budget\\x1b[2J\n"
     )
