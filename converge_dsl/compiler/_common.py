@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from converge_dsl._long_lines import head_and_tail
 from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.engine.types import (
     ContextView,
@@ -36,10 +37,9 @@ QUOTED_CHARS = 1000
 
 
 def quoted(text: str) -> str:
-    """`text`, or its first `QUOTED_CHARS` characters and a note of its length."""
-    if len(text) <= QUOTED_CHARS:
-        return text
-    return f"{text[:QUOTED_CHARS]}\u2026 [cut: {len(text)} characters in all]"
+    """`text`, or its start and end, `QUOTED_CHARS` characters in all, and a note of
+    what was cut of its length (`head_and_tail`)."""
+    return head_and_tail(text, QUOTED_CHARS)
 
 
 @dataclass(frozen=True, slots=True)

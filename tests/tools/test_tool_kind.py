@@ -165,7 +165,23 @@ def test_a_long_tool_error_is_quoted_cut_not_lost(tmp_path: Path) -> None:
     assert fact["id"] == "tool:error:caller:1"
     assert fact["content"].startswith("caller (at ")
     assert "mcp:raw/echo failed: no such ticket no such ticket" in fact["content"]
-    cut = fact["content"].rsplit("\u2026", 1)[1]
-    assert cut == f" [cut: {len(str(tmp_path)) + 50057} characters in all]"
+    size = len(str(tmp_path)) + 50057
+    assert f"\u2026 [{size - 1000} of {size} characters cut] \u2026" in fact["content"]
     assert len(fact["content"]) < 1100
-    assert fact["data"]["error"].endswith("\u2026 [cut: 50010 characters in all]")
+    assert "\u2026 [49010 of 50010 characters cut] \u2026" in fact["data"]["error"]
+
+
+def test_a_capped_tool_error_keeps_the_cap_marker_in_its_quote(tmp_path: Path) -> None:
+    # The quote kept only the head of an error cut at max_result_bytes: its
+    # "[result cut: 50010 bytes ...]" marker was lost, the note said 2,0xx characters.
+    import sys
+
+    server = Path(__file__).resolve().parent / "raw_server.py"
+    text = RAW_CALLER.format(python=json.dumps(sys.executable), server=json.dumps(str(server)))
+    text = text.replace("allow: [echo]", "allow: [echo]\n    max_result_bytes: 2000")
+    code, out, err = _run(tmp_path, text, "run", "--format", "json")
+    assert code == 0, err
+    (fact,) = json.loads(out)["facts"]["diagnostic"]
+    marker = "[result cut: 50010 bytes, over the cap of 2000]"
+    assert fact["content"].endswith(marker)
+    assert fact["data"]["error"].endswith(marker)
