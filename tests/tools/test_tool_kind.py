@@ -8,6 +8,8 @@ import io
 import json
 from pathlib import Path
 
+import pytest
+
 from converge_dsl.cli import run
 
 PIPELINE = """\
@@ -185,3 +187,17 @@ def test_a_capped_tool_error_keeps_the_cap_marker_in_its_quote(tmp_path: Path) -
     marker = "[result cut: 50010 bytes, over the cap of 2000]"
     assert fact["content"].endswith(marker)
     assert fact["data"]["error"].endswith(marker)
+
+
+@pytest.mark.parametrize("field", ["start_timeout_s", "call_timeout_s"])
+def test_validate_states_the_one_year_cap_of_a_tool_timeout(tmp_path: Path, field: str) -> None:
+    # A timeout of 10,000,000,000 s passed validate and was held to a year in silence.
+    from converge_dsl.tools._port import LONGEST_WAIT_S
+
+    text = RAW_CALLER.format(python='"python"', server='"server.py"')
+    text = text.replace("allow: [echo]", f"allow: [echo]\n    {field}: 10000000000")
+    code, out, err = _run(tmp_path, text, "validate")
+    assert code == 2
+    said = out + err
+    assert f"tools.raw.{field} must be <= {LONGEST_WAIT_S:.0f}, not 10000000000" in said
+    assert "at most 31536000, a year" in said
