@@ -201,3 +201,22 @@ def test_validate_states_the_one_year_cap_of_a_tool_timeout(tmp_path: Path, fiel
     said = out + err
     assert f"tools.raw.{field} must be <= {LONGEST_WAIT_S:.0f}, not 10000000000" in said
     assert "at most 31536000, a year" in said
+
+
+def test_a_long_tool_error_fits_a_low_max_content_length(tmp_path: Path) -> None:
+    # Under `promotion: {max_content_length: 1500}` the cut diagnostic (2,153 characters
+    # of content and data) was rejected again, its message lost.
+    import sys
+
+    server = Path(__file__).resolve().parent / "raw_server.py"
+    text = RAW_CALLER.format(python=json.dumps(sys.executable), server=json.dumps(str(server)))
+    text += "promotion: {max_content_length: 1500}\n"
+    code, out, err = _run(tmp_path, text, "run", "--format", "json")
+    assert code == 0, err
+    (fact,) = json.loads(out)["facts"]["diagnostic"]
+    assert fact["id"] == "tool:error:caller:1"
+    assert "mcp:raw/echo failed: no such ticket" in fact["content"]
+    assert " of 50010 characters cut] " in fact["data"]["error"]
+    from converge_dsl.engine.types import canonical_json
+
+    assert len(fact["content"]) + len(canonical_json(fact["data"])) <= 1500
