@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -154,13 +155,16 @@ suggestors:
 """
 
 
+def _raw_caller() -> str:
+    """RAW_CALLER calling the raw server's `long-error` with this interpreter."""
+    server = Path(__file__).resolve().parent / "raw_server.py"
+    return RAW_CALLER.format(python=json.dumps(sys.executable), server=json.dumps(str(server)))
+
+
 def test_a_long_tool_error_is_quoted_cut_not_lost(tmp_path: Path) -> None:
     # The diagnostic quoted the 50,000-character error twice (content and data) and the
     # gate rejected it: the run said only "content and data are 100173 characters".
-    import sys
-
-    server = Path(__file__).resolve().parent / "raw_server.py"
-    text = RAW_CALLER.format(python=json.dumps(sys.executable), server=json.dumps(str(server)))
+    text = _raw_caller()
     code, out, err = _run(tmp_path, text, "run", "--format", "json")
     assert code == 0, err
     (fact,) = json.loads(out)["facts"]["diagnostic"]
@@ -176,10 +180,7 @@ def test_a_long_tool_error_is_quoted_cut_not_lost(tmp_path: Path) -> None:
 def test_a_capped_tool_error_keeps_the_cap_marker_in_its_quote(tmp_path: Path) -> None:
     # The quote kept only the head of an error cut at max_result_bytes: its
     # "[result cut: 50010 bytes ...]" marker was lost, the note said 2,0xx characters.
-    import sys
-
-    server = Path(__file__).resolve().parent / "raw_server.py"
-    text = RAW_CALLER.format(python=json.dumps(sys.executable), server=json.dumps(str(server)))
+    text = _raw_caller()
     text = text.replace("allow: [echo]", "allow: [echo]\n    max_result_bytes: 2000")
     code, out, err = _run(tmp_path, text, "run", "--format", "json")
     assert code == 0, err
@@ -206,10 +207,7 @@ def test_validate_states_the_one_year_cap_of_a_tool_timeout(tmp_path: Path, fiel
 def test_a_long_tool_error_fits_a_low_max_content_length(tmp_path: Path) -> None:
     # Under `promotion: {max_content_length: 1500}` the cut diagnostic (2,153 characters
     # of content and data) was rejected again, its message lost.
-    import sys
-
-    server = Path(__file__).resolve().parent / "raw_server.py"
-    text = RAW_CALLER.format(python=json.dumps(sys.executable), server=json.dumps(str(server)))
+    text = _raw_caller()
     text += "promotion: {max_content_length: 1500}\n"
     code, out, err = _run(tmp_path, text, "run", "--format", "json")
     assert code == 0, err
