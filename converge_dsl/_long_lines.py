@@ -1,5 +1,5 @@
 """`cut_line`: one source line as an excerpt shows it, however long the line is;
-`cut_lines`: an excerpt's lines.
+`cut_lines`: an excerpt's lines; `head_and_tail`: a long text quoted by its two ends.
 
 A pipeline may be written on one long line (JSON is YAML): every excerpt of
 it (a graph page's node, a trace's suggestor) would otherwise hold the whole
@@ -31,3 +31,16 @@ def cut_lines(lines: Sequence[str], column: int) -> list[str]:
     """An excerpt's `lines`, each cut (`cut_line`): its first around `column`, where its
     subject starts, the others from their start."""
     return [cut_line(line, column if index == 0 else 1) for index, line in enumerate(lines)]
+
+
+def head_and_tail(text: str, limit: int) -> str:
+    """`text` if it has at most `limit` characters; else its start and its end, `limit`
+    characters of it in all (rounded down to even), and between them what was cut and the
+    whole's length: `start\u2026 [N of M characters cut] \u2026end`. The end is kept
+    because it is where a tool marks its own cut and a traceback names its error."""
+    if len(text) <= limit:
+        return text
+    keep = max(1, limit // 2)
+    size = len(text)
+    note = f"[{size - 2 * keep} of {size} characters cut]"
+    return f"{text[:keep]}\u2026 {note} \u2026{text[size - keep :]}"

@@ -207,18 +207,37 @@ class AgentSuggestor(CoreSuggestor):
         return AgentEffect.of((*tools.proposals, *warnings))
 
     def _exceeded_hint(self, done: Done) -> str:
-        """What to change: the window and compaction, or, when the history is full of
-        turns already cleared, the turn limit of a model that never finishes."""
+        """What to change. When what stands for the cleared spans (stubs or summaries)
+        holds more than any kept turn, the model never finishes: its turn limit. Otherwise
+        the largest kept turn is named, with the tool whose result is most of it."""
         if not done.cleared:
             return (
                 "raise context_window, lower compaction.threshold, or clear turns sooner "
                 "(summarizer.clear_turns_older_than)"
             )
+        # The turn that overflowed was started but never sent to the model.
+        called = done.turns - 1
+        spans = f"{done.cleared} span{'s' if done.cleared != 1 else ''}"
+        heavy = done.heaviest
+        if heavy is None or done.reduced_tokens >= heavy.tokens:
+            return (
+                f"the model called tools for {called} turn{'s' if called != 1 else ''} "
+                f"without finishing, until what stands for the {spans} it cleared "
+                f"({done.reduced_tokens} tokens) filled the window: lower max_turns "
+                f"(now {self.spec.max_turns}) or say in the goal when to call finish; or "
+                "raise context_window"
+            )
+        where = f"turn {heavy.turn} holds {heavy.tokens} of the window's {done.window} tokens"
+        if heavy.tool is None:
+            return f"{where}: shorten what it sends, or raise context_window"
+        if heavy.tool.startswith("mcp:"):
+            server = heavy.tool[4:].split("/", 1)[0]
+            lower = f"lower max_result_bytes of tools.{server}"
+        else:
+            lower = f"have {heavy.tool} return less"
         return (
-            f"the model called tools for {done.turns} turns without finishing, until the "
-            f"stubs of the {done.cleared} spans it cleared filled the window: lower max_turns "
-            f"(now {self.spec.max_turns}) or say in the goal when to call finish; or raise "
-            "context_window"
+            f"{where}, most of it the {heavy.result_chars}-character result of {heavy.tool}: "
+            f"{lower}, or raise context_window"
         )
 
     def _idle_warning(

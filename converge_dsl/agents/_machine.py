@@ -71,14 +71,32 @@ class Compact:
 
 
 @dataclass(frozen=True, slots=True)
+class Heaviest:
+    """The kept turn that holds the most tokens, and the tool whose result is the
+    largest part of it (None when the turn has no tool result)."""
+
+    turn: int
+    tokens: int
+    tool: str | None = None
+    result_chars: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Done:
-    """How the loop ended, after how many turns; `cleared`: the spans of turns it had
-    cleared by then (a history full of them is a model that never finished)."""
+    """How the loop ended, after how many turns (counting a turn started but not sent).
+
+    `cleared`: the spans of turns it had cleared by then; `reduced_tokens`: what their
+    stubs or summaries still hold of `window` (a history full of them is a model that
+    never finished); `heaviest`: the largest kept turn, set when the context overflowed.
+    """
 
     status: Status
     turns: int
     detail: str = ""
     cleared: int = 0
+    reduced_tokens: int = 0
+    window: int = 0
+    heaviest: Heaviest | None = None
 
 
 Step = CallModel | CallTools | Compact | Done
@@ -152,8 +170,29 @@ class TurnMachine:
         self.events.append(event)
 
     def _finish(self, status: Status, detail: str = "") -> Done:
-        self._done = Done(status, len(self._turns), detail, len(self._reductions))
+        self._done = Done(
+            status,
+            len(self._turns),
+            detail,
+            len(self._reductions),
+            sum(seg.tokens for seg in self._segments if seg.kind == "reduction"),
+            self.spec.policy.window,
+            self._heaviest() if status == "context_exceeded" else None,
+        )
         return self._done
+
+    def _heaviest(self) -> Heaviest | None:
+        kept = [seg for seg in self._segments if seg.kind == "turn" and seg.tokens]
+        if not kept:
+            return None
+        seg = max(kept, key=lambda s: s.tokens)
+        messages = self._turns[seg.first_turn]
+        names = {c.id: c.name for m in messages for c in m.tool_calls}
+        results = [part for m in messages for part in m.parts if isinstance(part, ToolResultPart)]
+        if not results:
+            return Heaviest(seg.first_turn, seg.tokens)
+        big = max(results, key=lambda part: len(part.output))
+        return Heaviest(seg.first_turn, seg.tokens, names.get(big.call_id), len(big.output))
 
     def _append(self, message: Message) -> None:
         self._turns[self.turn].append(message)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from converge_dsl._long_lines import head_and_tail
 from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.engine.types import (
     ContextView,
@@ -29,17 +30,17 @@ from ._template import CompiledExpression, CompiledTemplate
 
 # The characters of a diagnostic's content, and of each text of its data, kept: they
 # quote what came from outside (a tool's error, a model's answer, a schema error naming
-# the value), and a diagnostic over the gate's max_content_length (10,000 by default,
-# data counted as JSON, where a control character takes six) would be rejected, its
-# message lost.
+# the value). A diagnostic over the gate's max_content_length (data counted as JSON,
+# where a control character takes six) would be rejected, its message lost: under a
+# lower limit the quotes are shortened until it fits (`SuggestorCore.diagnostic`).
 QUOTED_CHARS = 1000
+FEWEST_QUOTED_CHARS = 40
 
 
-def quoted(text: str) -> str:
-    """`text`, or its first `QUOTED_CHARS` characters and a note of its length."""
-    if len(text) <= QUOTED_CHARS:
-        return text
-    return f"{text[:QUOTED_CHARS]}\u2026 [cut: {len(text)} characters in all]"
+def quoted(text: str, chars: int = QUOTED_CHARS) -> str:
+    """`text`, or its start and end, `chars` characters in all, and a note of what was
+    cut of its length (`head_and_tail`)."""
+    return head_and_tail(text, chars)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,7 @@ class SuggestorCore:
     when: CompiledExpression | None
     span: SourceSpan
     scopes: RenderScopes
+    max_content_length: int = 10000
 
     @classmethod
     def of(
@@ -68,6 +70,7 @@ class SuggestorCore:
             when=None if when is None else ctx.expression(when, (*path, "when")),
             span=ctx.span(path),
             scopes=ctx.scopes,
+            max_content_length=ctx.max_content_length,
         )
 
     def diagnostic(
@@ -75,18 +78,28 @@ class SuggestorCore:
     ) -> ProposedFact:
         """A `diagnostic` proposal `kind:<name>:<cycle>` of this suggestor: `content`,
         and `data` between its name and cycle and its location. The content and each
-        text of `data` are cut to `QUOTED_CHARS` (`quoted`)."""
-        said = {
-            name: quoted(value) if isinstance(value, str) else value for name, value in data.items()
-        }
-        return ProposedFact(
-            key="diagnostic",
-            id=f"{kind}:{self.name}:{cycle}",
-            content=quoted(content),
-            confidence=1.0,
-            provenance=provenance,
-            data={"suggestor": self.name, **said, "cycle": cycle, "location": str(self.span)},
-        )
+        text of `data` are quoted (`quoted`), shorter than `QUOTED_CHARS` when the whole
+        would be over `max_content_length` (down to `FEWEST_QUOTED_CHARS`)."""
+        chars = QUOTED_CHARS
+        while True:
+            said = {
+                name: quoted(value, chars) if isinstance(value, str) else value
+                for name, value in data.items()
+            }
+            fact = ProposedFact(
+                key="diagnostic",
+                id=f"{kind}:{self.name}:{cycle}",
+                content=quoted(content, chars),
+                confidence=1.0,
+                provenance=provenance,
+                data={"suggestor": self.name, **said, "cycle": cycle, "location": str(self.span)},
+            )
+            size = len(fact.content) + len(canonical_json(fact.data))
+            if size <= self.max_content_length or chars <= FEWEST_QUOTED_CHARS:
+                return fact
+            chars = max(
+                FEWEST_QUOTED_CHARS, min(chars - 2, chars * self.max_content_length // size)
+            )
 
     def warning(
         self, code: str, kind: str, cycle: int, text: str, provenance: Provenance, **data: Any

@@ -126,6 +126,8 @@ class CompileContext:
     kinds: KindRegistry
     key_schemas: Mapping[str, JsonSchema] = field(default_factory=dict)
     tools: ToolCaller | None = None  # the run's MCP tool servers (None: the pipeline has none)
+    # The promotion gate's limit on content plus data: a diagnostic's quotes fit within it.
+    max_content_length: int = 10000
 
     @property
     def source_map(self) -> SourceMap:

@@ -157,6 +157,7 @@ def compile_context(
         kinds=kinds,
         key_schemas=settings.key_schemas,
         tools=tools,
+        max_content_length=settings.promotion.max_content_length,
     )
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from converge_dsl._long_lines import head_and_tail
 from converge_dsl.sandbox._governor import spend
 from converge_dsl.sandbox._schema_refs import SCHEMA, SCHEMAS, Trail, path_of, schema_parts
 
@@ -196,11 +197,6 @@ def canonical(value: Any) -> Any:
 
 
 def short_message(message: str) -> str:
-    """`message`, or its start and end (`'xxx… [N characters cut] …x' is not of type
-    'integer'`) when it is longer than `MESSAGE_CHARS`."""
-    if len(message) <= MESSAGE_CHARS:
-        return message
-    keep = MESSAGE_CHARS // 2
-    return (
-        f"{message[:keep]}\u2026 [{len(message) - 2 * keep} characters cut] \u2026{message[-keep:]}"
-    )
+    """`message`, or its start and end (`'xxx… [N of M characters cut] …x' is not of
+    type 'integer'`) when it is longer than `MESSAGE_CHARS` (`head_and_tail`)."""
+    return head_and_tail(message, MESSAGE_CHARS)

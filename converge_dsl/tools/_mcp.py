@@ -48,10 +48,6 @@ from converge_dsl.tools._port import (
 
 T = TypeVar("T")
 JOIN_TIMEOUT_S = 10.0
-_SLOW_START = (
-    "raise start_timeout_s if the server is slow to start, or start it by hand to see "
-    "where it stalls"
-)
 LINE_OVERHEAD = 65_536  # room for the JSON-RPC envelope and escapes around a result
 FAULT_CHARS = 300  # how much of a fault the client dropped a message for is quoted
 
@@ -135,12 +131,24 @@ class McpToolServer:
             raise self._fail(
                 codes.TOOL_SERVER_NOT_STARTED,
                 f"did not start within {self.limits.start_timeout_s:g} s",
-                hint=_SLOW_START,
+                hint=self._slow_start(),
             ) from None
         except ToolFailure:
             self.close()
             raise
         return self.info
+
+    def _slow_start(self) -> str:
+        """What to do about a server that did not start in time, by its transport."""
+        if isinstance(self.spec, HttpServerSpec):
+            return (
+                "raise start_timeout_s if the server is slow to answer, or check that the "
+                f"server answers at {self.spec.url}"
+            )
+        return (
+            "raise start_timeout_s if the server is slow to start, or start it by hand to see "
+            "where it stalls"
+        )
 
     def _run_loop(self, ready: concurrent.futures.Future[ServerInfo]) -> None:
         ident = threading.get_ident()
@@ -169,7 +177,7 @@ class McpToolServer:
                         codes.TOOL_SERVER_NOT_STARTED,
                         f"did not answer the MCP handshake and tools/list within "
                         f"{self.limits.start_timeout_s:g} s{self._fault()}{self._stderr()}",
-                        hint=_SLOW_START,
+                        hint=self._slow_start(),
                     ) from None
                 ready.set_result(info)
                 await self._stopped.wait()

@@ -29,8 +29,9 @@ from converge_dsl.frontend import ToolServerSpec
 DEFAULT_START_TIMEOUT_S = 10.0
 DEFAULT_CALL_TIMEOUT_S = 30.0
 DEFAULT_MAX_RESULT_BYTES = 65_536
-# The longest a timeout waits, however long the pipeline says: threading refuses a wait
-# past its TIMEOUT_MAX (about 292 years) with an OverflowError, and no run lasts a year.
+# The longest a timeout waits: the schema's `maximum` of a tool server's timeouts, held
+# here too for a spec built without validate (threading refuses a wait past its
+# TIMEOUT_MAX, about 292 years, with an OverflowError, and no run lasts a year).
 LONGEST_WAIT_S = 365 * 24 * 3600.0
 
 

@@ -246,10 +246,42 @@ def test_a_model_that_never_finishes_is_named_when_its_stubs_fill_the_window() -
     cleared = len(sink.of("agent_compaction"))
     assert cleared > 1
     assert caught.value.message.startswith(f"context_exceeded at turn {turns - 1}: ")
-    assert caught.value.hint == (
-        f"the model called tools for {turns} turns without finishing, until the stubs of "
-        f"the {cleared} spans it cleared filled the window: lower max_turns (now 100000) or "
-        "say in the goal when to call finish; or raise context_window"
+    assert caught.value.hint.startswith(
+        f"the model called tools for {turns - 1} turns without finishing, until what stands "
+        f"for the {cleared} spans it cleared ("
+    )
+    assert caught.value.hint.endswith(
+        "tokens) filled the window: lower max_turns (now 100000) or say in the goal when to "
+        "call finish; or raise context_window"
+    )
+
+
+ONE_BIG_READ = """
+rules:
+  - match: {turn: 0}
+    tool_calls: [{name: context.read, input: {key: seeds}}]
+  - match: {turn: 1}
+    tool_calls: [{name: context.read, input: {key: seeds}}]
+  - match: {turn: 2}
+    tool_calls: [{name: context.read, input: {key: signals}}]
+default:
+  tool_calls: [{name: context.read, input: {key: seeds}}]
+"""
+
+
+def test_one_big_tool_result_is_named_not_the_turn_limit() -> None:
+    # One 30,000-character result after two small turns overflowed a 2,000-token window;
+    # the hint blamed a looping model ("lower max_turns") and counted one turn too many.
+    agent, _, _ = build(script=ONE_BIG_READ, window=2000, turns=50)
+    with pytest.raises(AgentError) as caught:
+        run(agent, fact("seeds", "s1", "a" * 50), fact("signals", "big", "z" * 30000))
+    assert caught.value.message.startswith("context_exceeded at turn 3: ")
+    hint = caught.value.hint or ""
+    assert "max_turns" not in hint
+    assert hint.startswith("turn 2 holds ")
+    assert hint.endswith(
+        " of the window's 2000 tokens, most of it the 30049-character result of "
+        "context.read: have context.read return less, or raise context_window"
     )
 
 

@@ -243,6 +243,22 @@ def test_timeouts_past_what_threading_can_wait_start_and_call(tmp_path: Path) ->
     assert result.text == "ok"
 
 
+def test_an_http_server_that_does_not_start_is_not_told_to_start_by_hand(
+    tmp_path: Path,
+) -> None:
+    # A `url:` server got the stdio server's hint: "start it by hand to see where it stalls".
+    with (
+        _broken_http("silent", call_timeout_s=5, start_timeout_s=0.5) as spec,
+        pytest.raises(ToolFailure) as caught,
+    ):
+        McpToolServer(spec, tmp_path, PARENT).start()
+    assert caught.value.code == codes.TOOL_SERVER_NOT_STARTED
+    assert caught.value.hint == (
+        "raise start_timeout_s if the server is slow to answer, or check that the server "
+        f"answers at {spec.url}"
+    )
+
+
 def test_a_server_slow_to_list_its_tools_is_told_what_to_raise(tmp_path: Path) -> None:
     # It said "did not answer the MCP handshake and tools/list within 0.5 s" and no more.
     spec = StdioServerSpec(

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from pathlib import Path
+
+import pytest
 
 from converge_dsl.cli import run
 
@@ -152,20 +155,66 @@ suggestors:
 """
 
 
+def _raw_caller() -> str:
+    """RAW_CALLER calling the raw server's `long-error` with this interpreter."""
+    server = Path(__file__).resolve().parent / "raw_server.py"
+    return RAW_CALLER.format(python=json.dumps(sys.executable), server=json.dumps(str(server)))
+
+
 def test_a_long_tool_error_is_quoted_cut_not_lost(tmp_path: Path) -> None:
     # The diagnostic quoted the 50,000-character error twice (content and data) and the
     # gate rejected it: the run said only "content and data are 100173 characters".
-    import sys
-
-    server = Path(__file__).resolve().parent / "raw_server.py"
-    text = RAW_CALLER.format(python=json.dumps(sys.executable), server=json.dumps(str(server)))
+    text = _raw_caller()
     code, out, err = _run(tmp_path, text, "run", "--format", "json")
     assert code == 0, err
     (fact,) = json.loads(out)["facts"]["diagnostic"]
     assert fact["id"] == "tool:error:caller:1"
     assert fact["content"].startswith("caller (at ")
     assert "mcp:raw/echo failed: no such ticket no such ticket" in fact["content"]
-    cut = fact["content"].rsplit("\u2026", 1)[1]
-    assert cut == f" [cut: {len(str(tmp_path)) + 50057} characters in all]"
+    size = len(str(tmp_path)) + 50057
+    assert f"\u2026 [{size - 1000} of {size} characters cut] \u2026" in fact["content"]
     assert len(fact["content"]) < 1100
-    assert fact["data"]["error"].endswith("\u2026 [cut: 50010 characters in all]")
+    assert "\u2026 [49010 of 50010 characters cut] \u2026" in fact["data"]["error"]
+
+
+def test_a_capped_tool_error_keeps_the_cap_marker_in_its_quote(tmp_path: Path) -> None:
+    # The quote kept only the head of an error cut at max_result_bytes: its
+    # "[result cut: 50010 bytes ...]" marker was lost, the note said 2,0xx characters.
+    text = _raw_caller()
+    text = text.replace("allow: [echo]", "allow: [echo]\n    max_result_bytes: 2000")
+    code, out, err = _run(tmp_path, text, "run", "--format", "json")
+    assert code == 0, err
+    (fact,) = json.loads(out)["facts"]["diagnostic"]
+    marker = "[result cut: 50010 bytes, over the cap of 2000]"
+    assert fact["content"].endswith(marker)
+    assert fact["data"]["error"].endswith(marker)
+
+
+@pytest.mark.parametrize("field", ["start_timeout_s", "call_timeout_s"])
+def test_validate_states_the_one_year_cap_of_a_tool_timeout(tmp_path: Path, field: str) -> None:
+    # A timeout of 10,000,000,000 s passed validate and was held to a year in silence.
+    from converge_dsl.tools._port import LONGEST_WAIT_S
+
+    text = RAW_CALLER.format(python='"python"', server='"server.py"')
+    text = text.replace("allow: [echo]", f"allow: [echo]\n    {field}: 10000000000")
+    code, out, err = _run(tmp_path, text, "validate")
+    assert code == 2
+    said = out + err
+    assert f"tools.raw.{field} must be <= {LONGEST_WAIT_S:.0f}, not 10000000000" in said
+    assert "at most 31536000, a year" in said
+
+
+def test_a_long_tool_error_fits_a_low_max_content_length(tmp_path: Path) -> None:
+    # Under `promotion: {max_content_length: 1500}` the cut diagnostic (2,153 characters
+    # of content and data) was rejected again, its message lost.
+    text = _raw_caller()
+    text += "promotion: {max_content_length: 1500}\n"
+    code, out, err = _run(tmp_path, text, "run", "--format", "json")
+    assert code == 0, err
+    (fact,) = json.loads(out)["facts"]["diagnostic"]
+    assert fact["id"] == "tool:error:caller:1"
+    assert "mcp:raw/echo failed: no such ticket" in fact["content"]
+    assert " of 50010 characters cut] " in fact["data"]["error"]
+    from converge_dsl.engine.types import canonical_json
+
+    assert len(fact["content"]) + len(canonical_json(fact["data"])) <= 1500
