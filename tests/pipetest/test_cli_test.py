@@ -287,15 +287,20 @@ def test_invalid_test_files_are_counted_in_the_summary(tmp_path: Path) -> None:
     assert err.endswith("\n2 errors in 2 files\n")
 
 
+def _one_case_test(folder: Path, pipeline: str) -> Path:
+    """A test file in `folder` of one case of `pipeline` (a path relative to it)."""
+    test_file = folder / "t.test.yaml"
+    test_file.write_text(
+        f"apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: {pipeline}\n"
+        "cases: [{name: a, expect: {stop_reason: converged}}]\n"
+    )
+    return test_file
+
+
 def test_a_pipeline_that_is_a_folder_is_named_as_a_folder(tmp_path: Path) -> None:
     # It was "pipeline file 'app' is not there", of a folder that is there.
     (tmp_path / "app").mkdir()
-    test_file = tmp_path / "t.test.yaml"
-    test_file.write_text(
-        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: app\n"
-        "cases: [{name: a, expect: {stop_reason: converged}}]\n"
-    )
-    code, _, err = cli("test", test_file)
+    code, _, err = cli("test", _one_case_test(tmp_path, "app"))
     assert code == 2
     assert "error[CD230]: pipeline file 'app' is a folder, not a file\n" in err
     assert "hint: name the pipeline file itself; paths are relative to the test file" in err
@@ -314,12 +319,7 @@ def test_a_missing_pipeline_in_a_folder_that_cannot_be_listed_is_still_not_there
         return listed(self)
 
     monkeypatch.setattr(Path, "iterdir", iterdir)
-    test_file = tmp_path / "t.test.yaml"
-    test_file.write_text(
-        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: locked/app.yaml\n"
-        "cases: [{name: a, expect: {stop_reason: converged}}]\n"
-    )
-    code, _, err = cli("test", test_file)
+    code, _, err = cli("test", _one_case_test(tmp_path, "locked/app.yaml"))
     assert code == 2
     assert "error[CD230]: pipeline file 'locked/app.yaml' is not there\n" in err
 
