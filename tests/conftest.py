@@ -133,6 +133,30 @@ def artifacts() -> Path:
 
 
 @pytest.fixture
+def unfrozen_collector() -> Iterator[None]:
+    """The collector as a fresh process has it, for the test and after it: on, nothing frozen.
+
+    Earlier tests of the same process may have frozen objects for good (`freeze_alive`,
+    as a command-line run or a local batch does), when a run rightly leaves the collector
+    be; or unfrozen them and left `_Frozen.for_good` set, when it would wrongly do the same.
+    """
+    import gc
+
+    from converge_dsl import _collector
+
+    enabled = gc.isenabled()
+    gc.unfreeze()
+    gc.collect()
+    gc.enable()
+    _collector._Frozen.for_good = _collector._Frozen.by_run = False
+    yield
+    gc.unfreeze()
+    _collector._Frozen.for_good = _collector._Frozen.by_run = False
+    if not enabled:
+        gc.disable()
+
+
+@pytest.fixture
 def first_arguments(monkeypatch: pytest.MonkeyPatch) -> Callable[[ModuleType, str], list[Any]]:
     """`watch(module, name)`: the first argument of every call of `module.name` from now
     on, in order (the calls go through)."""

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from converge_dsl import _collector
 from converge_dsl._collector import quiet_collector
 from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.engine import Budget, ContextView, Engine, ProposedFact, Provenance, freeze_alive
@@ -18,23 +17,12 @@ from converge_dsl.frontend import PipelineFacts, check_pipeline
 
 
 @pytest.fixture(autouse=True)
-def _collector_restored() -> Iterator[None]:
+def _collector_restored(unfrozen_collector: None) -> None:
     # Counts of frozen objects are compared by halves: a frozen object that its last
     # reference leaves is freed, so an exact count drifts by the few freed meanwhile.
-    # Each test starts, and leaves, with nothing frozen: a run earlier in this process
-    # may have frozen for good (a local batch), and a run abandoned mid-way (its loop
-    # closed under it) holds its freeze until the collector finalizes its coroutine.
-    enabled = gc.isenabled()
-    gc.unfreeze()
-    gc.collect()
-    _collector._Frozen.for_good = _collector._Frozen.by_run = False
-    yield
-    gc.unfreeze()
-    _collector._Frozen.for_good = _collector._Frozen.by_run = False
-    if enabled:
-        gc.enable()
-    else:
-        gc.disable()
+    # A run abandoned mid-way (its loop closed under it) holds its freeze until the
+    # collector finalizes its coroutine: each test starts, and leaves, with none.
+    pass
 
 
 def test_objects_older_than_the_run_are_frozen_during_it_and_given_back() -> None:

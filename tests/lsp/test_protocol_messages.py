@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from converge_dsl import _collector
 from converge_dsl.lsp import build_server
 from converge_dsl.lsp._protocol import PipelineProtocol
 
@@ -166,7 +165,7 @@ def test_nothing_is_logged_by_pygls(server: Server, caplog: pytest.LogCaptureFix
 
 
 def test_a_request_is_answered_with_the_older_objects_frozen(
-    server: Server, monkeypatch: pytest.MonkeyPatch
+    server: Server, monkeypatch: pytest.MonkeyPatch, unfrozen_collector: None
 ) -> None:
     """The objects of a large answer (the outline or the semantic tokens of a 5 MB pipeline)
     made the collector walk the whole pipeline model the server keeps, twice a request:
@@ -185,10 +184,6 @@ def test_a_request_is_answered_with_the_older_objects_frozen(
 
     monkeypatch.setitem(server.protocol.fm.features, "textDocument/hover", hover)
     monkeypatch.setattr(server.protocol, "_send_data", write)
-    # An earlier test of this process may have frozen its objects for good (`freeze_alive`,
-    # as a command-line run does), when requests freeze nothing more: start from none.
-    monkeypatch.setattr(_collector._Frozen, "for_good", False)
-    gc.unfreeze()
     assert gc.get_freeze_count() == 0
     server.send({"id": 5, "method": "textDocument/hover", "params": HOVER})
     assert server.answers() == [{"jsonrpc": "2.0", "id": 5, "result": None}]

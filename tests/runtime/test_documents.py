@@ -248,13 +248,11 @@ def test_one_provenance_model_per_provenance_value_for_every_document(
 
 
 def test_fact_models_are_built_with_the_older_objects_frozen(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, unfrozen_collector: None
 ) -> None:
     """Its collections walk only the models it makes, as a run's walk only what it made."""
     import gc
 
-    if gc.get_freeze_count() or not gc.isenabled():
-        pytest.skip("the collector is off or objects are frozen already")
     seen: list[int] = []
     made = FactModel.of
 
