@@ -38,15 +38,18 @@ Prints per model:
       cpu per run: serve X ms  arun Y ms  ratio Z
       server cpu per run by thread: main thread M ms  other threads T ms
       floor: a bare Starlette endpoint under uvicorn: cpu per request F ms (R req/s);
-      (arun + bare) / arun Q
+      (arun + bare) / arun Q; with the run's events built, nothing kept (...) Q2
       in process, the run with what the service stores of it (...): D ms, ...,
       K runs/s: overhead per run against it (...) O2
       in process, what each stored thing adds per run: the run alone (...) U ms;
-      its events +V ms; its rows +W ms; its checkpoint journal +J ms
+      its events built (...) +B ms, then kept (...) +V ms; its rows +W ms;
+      its checkpoint journal +J ms
 
 The last line prices each thing the service stores, added one after the other
 in this process (`durable`'s stages): what storing less would save, and what
-no change to how it is stored can.
+no change to how it is stored can. Q2 is the floor of a service that streams a
+run's trace events (as `GET /v1/runs/{id}/events` must), whatever it stores:
+`Pipeline.arun`, the engine building the run's events, and the bare endpoint.
 
 With `--executor process|ray` the server runs its runs on workers; the
 service's CPU is then the server's and its worker processes' together.
@@ -133,7 +136,7 @@ def baseline(
 
 
 # What `durable` does of what the service stores of a run, cumulatively (`STAGES`).
-STAGES = ("run", "events", "rows", "journal")
+STAGES = ("run", "built", "events", "rows", "journal")
 
 
 def durable(
@@ -153,13 +156,16 @@ def durable(
     (`RunStore`), `concurrency` at once on one event loop.
 
     `stage` stops short, to price each stored thing: `run` is `Pipeline.outcome` and its
-    result document alone; `events` adds the service's event sink (the records made and
-    kept, not stored); `rows` adds the run's rows (added running, finished with its
-    events and result); `journal` (all of it) adds the checkpoint journal."""
+    result document alone; `built` adds a sink that drops each event (the engine and the
+    model calls build every trace event, nothing is kept: what any service that streams
+    a run's events pays, however it stores them); `events` has the service's event sink
+    instead (the records made and kept, not stored); `rows` adds the run's rows (added
+    running, finished with its events and result); `journal` (all of it) adds the
+    checkpoint journal."""
     import uuid
 
     from converge_dsl import load
-    from converge_dsl.runtime import Checkpointing, checkpoint_key
+    from converge_dsl.runtime import Checkpointing, ListenerSink, RunSink, checkpoint_key
     from converge_dsl.serve import RunStore
     from converge_dsl.serve._events import EventSink, LiveRun
     from converge_dsl.serve._loops import Inbox
@@ -169,7 +175,7 @@ def durable(
     key = checkpoint_key(loaded.env)
     upto = STAGES.index(stage)
 
-    async def main() -> float:
+    async def main() -> tuple[float, float]:
         gate = asyncio.Semaphore(concurrency)
         loop = asyncio.get_running_loop()
 
@@ -193,9 +199,11 @@ def durable(
                         run, alongside=lambda: store.event_statements(run, live.unstored())
                     )
                     checkpoint = Checkpointing(folder, journal=journal, env=loaded.env, key=key)
-                sinks: tuple[EventSink, ...] = ()
+                sinks: tuple[RunSink, ...] = ()
                 if upto >= STAGES.index("events"):
                     sinks = (EventSink(live, lambda: store.add_events(run, live.unstored())),)
+                elif upto == STAGES.index("built"):
+                    sinks = (ListenerSink(lambda event: None),)
                 out = await loaded.outcome(inputs, sinks=sinks, checkpoint=checkpoint)
                 body = out.plain
                 assert body["stop_reason"] == "converged", body["stop_reason"]
@@ -430,6 +438,7 @@ def bench(model: str, seconds: int, concurrency: int, runs: int, executor: str =
             }
             durable_rate, durable_cpu = stages["journal"]
             stage_cpu = {stage: cpu for stage, (_, cpu) in stages.items()}
+            built_cpu = stage_cpu["built"] - stage_cpu["run"]
             server, url = _serve(pipeline, folder, concurrency, executor)
             try:
                 body = json.dumps({"inputs": inputs})
@@ -469,7 +478,9 @@ def bench(model: str, seconds: int, concurrency: int, runs: int, executor: str =
         + "  ".join(f"{name} {1000 * cpu:.2f} ms" for name, cpu in sorted(split.items()))
         + f"\n  floor: a bare Starlette endpoint under uvicorn: cpu per request "
         f"{1000 * bare_cpu:.2f} ms ({floor['rate']:.0f} req/s); "
-        f"(arun + bare) / arun {(arun_cpu + bare_cpu) / arun_cpu:.2f}\n"
+        f"(arun + bare) / arun {(arun_cpu + bare_cpu) / arun_cpu:.2f}; with the run's "
+        f"events built, nothing kept (the least a service streaming them costs) "
+        f"{(arun_cpu + built_cpu + bare_cpu) / arun_cpu:.2f}\n"
         f"  in process, the run with what the service stores of it (events, journal, "
         f"result; no HTTP, queue or threads): {1000 * durable_cpu:.2f} ms, "
         f"{durable_cpu / arun_cpu:.2f} x arun; with the bare endpoint "
@@ -477,8 +488,9 @@ def bench(model: str, seconds: int, concurrency: int, runs: int, executor: str =
         f"overhead per run against it (what HTTP, queues and threads add to a run "
         f"stored as the service stores it) {durable_rate / figures['rate']:.2f}\n"
         f"  in process, what each stored thing adds per run: the run alone (outcome and "
-        f"its result document) {1000 * stage_cpu['run']:.2f} ms; its events (the service's "
-        f"sink, records made) +{1000 * (stage_cpu['events'] - stage_cpu['run']):.2f} ms; its "
+        f"its result document) {1000 * stage_cpu['run']:.2f} ms; its events built (a sink "
+        f"that drops them) +{1000 * built_cpu:.2f} ms, then kept (the service's sink, "
+        f"records made) +{1000 * (stage_cpu['events'] - stage_cpu['built']):.2f} ms; its "
         f"rows (added running, finished with events and result) "
         f"+{1000 * (stage_cpu['rows'] - stage_cpu['events']):.2f} ms; its checkpoint journal "
         f"+{1000 * (stage_cpu['journal'] - stage_cpu['rows']):.2f} ms",
