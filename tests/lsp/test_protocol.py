@@ -22,7 +22,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.protocol import default_converter
 
 from converge_dsl.lsp import build_server
-from converge_dsl.lsp._protocol import WrongType, strict_converter
+from converge_dsl.lsp._params import WrongType, strict_converter
 from tests.lsp.conftest import SERVER
 
 HOVER = {"textDocument": {"uri": "file:///x.yaml"}, "position": {"line": 0, "character": 0}}
