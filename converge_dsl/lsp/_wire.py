@@ -6,17 +6,21 @@ to it (`Output`).
 by `\\r\\n` or `\\n`) then a blank line and N bytes. A header line is read up to
 `MAX_HEADER_LINE` bytes at a time and a body up to `limit` bytes, so memory is
 bounded whatever arrives; a length over the limit, or not a number, drops its
-header. Bytes that are not a header (the rest of a body shorter than its
+header. Bytes that are not a header (the rest of a body longer than its
 length said, a body sent without a header) are skipped up to the next
 `Content-Length` header, even one on the same line: one bad frame loses that
 frame only, never the session. Two `Content-Length` headers of different values
-drop the frame too: reading the larger would take the frames after it.
+drop the frame too: reading the larger would take the frames after it. A body
+shorter than its length said, followed by the next frame, is found by that frame's
+header within the bytes read for it (`Frames.body`): it is answered as not JSON
+(ParseError, id null) and the next frame read from its header.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
 import re
 import threading
@@ -24,28 +28,92 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
+from pygls.exceptions import JsonRpcParseError
+
 from converge_dsl.lsp._protocol import PipelineProtocol
 
 MAX_HEADER_LINE = 8 * 1024
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
+# A frame's header within a body, or begun at its end (`Frames`).
+_NEXT_HEADER = re.compile(rb"content-length[ \t]*:[ \t]*[0-9]+[ \t]*\r?\n", re.IGNORECASE)
+_HEADER_BEGUN = re.compile(rb"content-length[ \t]*(?::[ \t]*[0-9]*[ \t]*\r?)?\Z")
+_HEADER_NAME = b"content-length"
 _LOG = logging.getLogger(__name__)
 
 
 class Frames:
-    """The input stream, read in a worker thread so the event loop keeps answering."""
+    """The input stream, read in a worker thread so the event loop keeps answering.
+
+    A body is taken as its bytes arrive. When the next frame's header comes within them (a
+    line `Content-Length: N`), or begins at their end cut short by it, the body was shorter
+    than its length said: it ends there, and the bytes from that header on are read again
+    as the next frame's. Neither is ever in a JSON body: JSON has no bare word, and no line
+    break in a string. So the next frame is read whole even when the length said more than
+    the client sends before it waits for the answer to that frame.
+    """
 
     def __init__(self, stream: BinaryIO, executor: ThreadPoolExecutor | None) -> None:
         self.stream = stream
         self.executor = executor
+        self.ended = False  # the stream ended within a body
+        self._again = b""  # the bytes after a cut body, read again first
+        # What has arrived (one read of the pipe at most), not waiting for `size` bytes.
+        self._read_some: Callable[[int], bytes] = (
+            stream.read1 if isinstance(stream, io.BufferedIOBase) else stream.read
+        )
 
     async def line(self) -> bytes:
-        return await self._run(self.stream.readline, MAX_HEADER_LINE)
+        """A header line, up to `MAX_HEADER_LINE` bytes."""
+        return await asyncio.get_running_loop().run_in_executor(self.executor, self._line)
 
     async def body(self, length: int) -> bytes:
-        return await self._run(self.stream.read, length)
+        """The `length` bytes of a body; fewer when the stream ends (`ended`) or the next
+        frame's header comes within them."""
+        return await asyncio.get_running_loop().run_in_executor(self.executor, self._body, length)
 
-    async def _run(self, read: Callable[[int], bytes], size: int) -> bytes:
-        return await asyncio.get_running_loop().run_in_executor(self.executor, read, size)
+    def _line(self) -> bytes:
+        if not self._again:
+            return self.stream.readline(MAX_HEADER_LINE)
+        end = self._again.find(b"\n", 0, MAX_HEADER_LINE)
+        size = MAX_HEADER_LINE if end < 0 else end + 1
+        line, self._again = self._again[:size], self._again[size:]
+        if not line.endswith(b"\n") and len(line) < MAX_HEADER_LINE:
+            line += self.stream.readline(MAX_HEADER_LINE - len(line))
+        return line
+
+    def _body(self, length: int) -> bytes:
+        body = bytearray(self._again[:length])
+        self._again = self._again[length:]
+        searched = 0
+        while True:
+            header = _NEXT_HEADER.search(body, searched)
+            if header is not None:
+                return self._cut(body, header.start())
+            if len(body) == length:
+                begun = _header_begun(body)
+                return bytes(body) if begun is None else self._cut(body, begun)
+            searched = max(0, len(body) - MAX_HEADER_LINE)
+            piece = self._read_some(length - len(body))
+            if not piece:
+                self.ended = True
+                return bytes(body)
+            body += piece
+
+    def _cut(self, body: bytearray, start: int) -> bytes:
+        self._again = bytes(body[start:]) + self._again
+        return bytes(body[:start])
+
+
+def _header_begun(body: bytearray) -> int | None:
+    """Where a `Content-Length` header line that the end of `body` cuts short begins."""
+    tail = bytes(body[-MAX_HEADER_LINE:]).lower()
+    begun = _HEADER_BEGUN.search(tail)
+    if begun is not None:
+        return len(body) - len(tail) + begun.start()
+    for size in range(min(len(_HEADER_NAME), len(tail)), 0, -1):
+        if tail.endswith(_HEADER_NAME[:size]):
+            return len(body) - size
+    return None
 
 
 class Output:
@@ -100,10 +168,20 @@ async def read_frames(
             if length is None:
                 continue
             body = await frames.body(length)
-            if len(body) < length:
+            if len(body) < length and frames.ended:
                 return  # cut off by the end of the stream
+            if len(body) < length:
+                protocol.fail(
+                    None,
+                    JsonRpcParseError(
+                        f"a message's body is {len(body)} bytes, not the {length} its "
+                        "Content-Length said: the next message's header came within it; "
+                        "the message is skipped"
+                    ),
+                )
+            else:
+                protocol.receive(body)
             length = None
-            protocol.receive(body)
             continue
         header = _CONTENT_LENGTH.search(line)
         if header is None:
