@@ -1,5 +1,6 @@
-"""How a message's values are read: the params of a method by `strict_converter`, a
-request's id by `request_id`, and a misfit said in words (`misfits`).
+"""How a message's values are read: the params of a method by `strict_converter` (once
+`params_misfit` found them the object the method takes), a request's id by `request_id`,
+and a misfit said in words (`misfits`).
 
 A JSON value of the wrong type for a string, integer, boolean or number field is a misfit
 (cattrs would make `null` the text "None" and `1.5` the line 1); what the server sends is
@@ -10,8 +11,10 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from typing import Optional, Union
 
+import attrs
 import cattrs
 from cattrs.v import format_exception
 from pygls.exceptions import JsonRpcException
@@ -101,3 +104,32 @@ def _misfit(exc: BaseException, expected: type | None) -> str:
     if isinstance(exc, WrongType):
         return str(exc)
     return format_exception(exc, expected)
+
+
+def params_misfit(kind: object, data: Mapping[str, object]) -> str | None:
+    """Why the params of message `data` are not the object its method takes (`kind`, its
+    message type): missing, null or another JSON value; None when they are an object (its
+    fields are read by `strict_converter`) or the method takes no object. cattrs said
+    "invalid value for type, expected Union @ message.params.id" of a cancel's null params:
+    a type of its own, at a field never sent."""
+    if not isinstance(kind, type) or not attrs.has(kind):
+        return None
+    field = attrs.fields_dict(kind).get("params")
+    params = None if field is None else field.type
+    if (
+        not isinstance(params, type)
+        or not attrs.has(params)
+        or isinstance(data.get("params"), dict)
+    ):
+        return None
+    names = [_json_name(a.name) for a in attrs.fields(params) if a.default is attrs.NOTHING]
+    expected = "an object" + (f" with {' and '.join(map(repr, names))}" if names else "")
+    if "params" not in data:
+        return f"missing, expected {expected} @ message.params"
+    return f"expected {expected}, not {shown(data['params'])} @ message.params"
+
+
+def _json_name(name: str) -> str:
+    """A field's name as the protocol writes it (`text_document`: `textDocument`)."""
+    first, *rest = name.rstrip("_").split("_")
+    return first + "".join(word.capitalize() for word in rest)

@@ -56,7 +56,7 @@ from pygls.protocol import (
 from pygls.protocol.language_server import lsp_method
 
 from converge_dsl._collector import quiet_collector
-from converge_dsl.lsp._params import NOT_AN_ID, misfits, request_id, shown
+from converge_dsl.lsp._params import NOT_AN_ID, misfits, params_misfit, request_id, shown
 
 # What may come before `initialize` and after `shutdown`.
 _ALWAYS = frozenset({lsp.EXIT})
@@ -232,10 +232,17 @@ class PipelineProtocol(LanguageServerProtocol):
             else:
                 self.log(f"{method}: {refused.message}; ignored")
             return
-        try:
-            message = self.structure_message(data)
-        except JsonRpcException as exc:
-            misfit = JsonRpcInvalidParams(f"{method}: {misfits(exc)}")
+        message: Any = None
+        wrong: str | None = None
+        if isinstance(method, str):  # a request or a notification: its params read
+            wrong = params_misfit(self.get_message_type(method), data)
+        if wrong is None:
+            try:
+                message = self.structure_message(data)
+            except JsonRpcException as exc:
+                wrong = misfits(exc)
+        if wrong is not None:
+            misfit = JsonRpcInvalidParams(f"{method}: {wrong}")
             if is_request:
                 self.fail(data["id"], misfit)
             else:
