@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Mapping
 from typing import Optional, Union
 
@@ -28,6 +29,10 @@ _JSON_TYPES: dict[type, tuple[tuple[type, ...], str]] = {
     bool: ((bool,), "true or false"),
     float: ((float, int), "a number"),
 }
+
+
+# A field in cattrs's place of a misfit, a Python name of more than one word.
+_FIELD = re.compile(r"\.([a-z][a-z0-9]*(?:_[a-z0-9]+)+_?)(?=[.\[]|$)")
 
 
 class WrongType(TypeError):
@@ -92,8 +97,15 @@ def misfits(exc: JsonRpcException) -> str:
     """What in the params does not fit, each at its place (cattrs's own words)."""
     cause = exc.__cause__
     if isinstance(cause, cattrs.ClassValidationError):
-        return "; ".join(cattrs.transform_error(cause, "message", _misfit))
+        return "; ".join(map(_placed, cattrs.transform_error(cause, "message", _misfit)))
     return "the params do not fit the method"
+
+
+def _placed(misfit: str) -> str:
+    """`misfit` placed by the names the protocol writes (cattrs wrote lsprotocol's fields'
+    Python names: `params.text_document`, a field the client never sent)."""
+    words, at, place = misfit.rpartition(" @ ")
+    return words + at + _FIELD.sub(lambda field: "." + _json_name(field[1]), place)
 
 
 def _misfit(exc: BaseException, expected: type | None) -> str:

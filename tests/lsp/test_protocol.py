@@ -275,7 +275,7 @@ def test_a_position_out_of_the_protocols_range_is_refused_in_its_rules_words(
     ]
     assert said == [
         "converge-dsl: textDocument/didChange: Position.character should be in range "
-        "[0:2147483647], but was 2147483648 @ message.params.content_changes[0].range.end; "
+        "[0:2147483647], but was 2147483648 @ message.params.contentChanges[0].range.end; "
         "ignored"
     ]
 
@@ -411,7 +411,7 @@ def test_a_change_whose_text_is_not_a_string_is_refused_and_the_document_kept(
     assert "keys" in [symbol["name"] for symbol in symbols["result"]]
     assert wire.said() == [
         "converge-dsl: textDocument/didChange: expected a string, not "
-        f"{shown} @ message.params.content_changes[0].text; ignored"
+        f"{shown} @ message.params.contentChanges[0].text; ignored"
         for shown in ("null", "7")
     ]
 

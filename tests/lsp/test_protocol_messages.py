@@ -286,3 +286,18 @@ def test_params_that_are_not_the_object_a_request_takes_are_answered_in_words(
             },
         }
     ]
+
+
+def test_a_misfit_is_placed_by_the_names_the_protocol_writes(server: Server) -> None:
+    """cattrs placed it by the Python names of lsprotocol's fields (`text_document`)."""
+    server.send(
+        {"id": 10, "method": "textDocument/hover", "params": {"position": HOVER["position"]}}
+    )
+    server.send(
+        {"id": 11, "method": "textDocument/hover", "params": {**HOVER, "workDoneToken": []}}
+    )
+    assert [m["error"]["message"] for m in server.answers()] == [
+        "textDocument/hover: required field missing @ message.params.textDocument",
+        "textDocument/hover: expected an integer or a string, not [] "
+        "@ message.params.workDoneToken",
+    ]
