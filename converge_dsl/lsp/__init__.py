@@ -33,7 +33,7 @@ def serve(explain: Explain | None = None, environ: Mapping[str, str] | None = No
     last flush.
     """
     from converge_dsl.errors import ConvergeError
-    from converge_dsl.lsp._protocol import quiet_pygls
+    from converge_dsl.lsp._stderr import quiet_pygls
 
     quiet_pygls()
     server = build_server(explain, environ=environ)

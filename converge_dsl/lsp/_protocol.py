@@ -1,16 +1,4 @@
-"""The wire: reading framed JSON-RPC from the editor, and what the server answers to a message
-it cannot take.
-
-`read_frames` is the one reader of the input stream. A frame is header lines
-(`Content-Length: N` is the one read; a header's name in any case, a line ended
-by `\\r\\n` or `\\n`) then a blank line and N bytes. A header line is read up to
-`MAX_HEADER_LINE` bytes at a time and a body up to `limit` bytes, so memory is
-bounded whatever arrives; a length over the limit, or not a number, drops its
-header. Bytes that are not a header (the rest of a body shorter than its
-length said, a body sent without a header) are skipped up to the next
-`Content-Length` header, even one on the same line: one bad frame loses that
-frame only, never the session. Two `Content-Length` headers of different values
-drop the frame too: reading the larger would take the frames after it.
+"""What the server answers to a message it cannot take, and how it hands on the others.
 
 `PipelineProtocol.receive` answers, as JSON-RPC errors with their code and a
 message that says what to send instead, every request it cannot hand to a
@@ -25,7 +13,7 @@ a second `initialize` (which would forget the open documents) or a request after
 an InternalError in words, without a traceback (and so is one that fails in pygls's own
 handling of a message: the session goes on). Notifications it cannot take are dropped,
 and said in the client's log (`window/logMessage`): an editor cannot answer
-them, but its user can read why. `quiet_pygls` makes pygls's own log one line
+them, but its user can read why. `_stderr.quiet_pygls` makes pygls's own log one line
 a record on standard error, without the tracebacks it attaches; a refusal the
 client was answered or told in its log (a misfit, a feature's JSON-RPC error, a
 cancel of a request already answered) writes nothing there, a failure inside
@@ -35,28 +23,19 @@ once per method a session; a response to no request of the server's (one whose i
 an id included) is said once, and so is a message with neither method nor id. A message
 with an id and neither method, result nor error is answered (InvalidRequest).
 
-Params are read by `strict_converter`: a JSON value of the wrong type for a
-string, integer, boolean or number field is a misfit (cattrs would make
-`null` the text "None" and `1.5` the line 1); what the server sends is written
-as pygls writes it.
+Params are read by `_params.strict_converter`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 import json
 import logging
-import re
-import sys
-import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, BinaryIO, Optional, Union
+from concurrent.futures import Future
+from typing import Any
 
 import cattrs
-from cattrs.v import format_exception
 from lsprotocol import types as lsp
 from lsprotocol.types import ResponseErrorMessage
 from pygls.exceptions import (
@@ -73,65 +52,15 @@ from pygls.protocol import (
     JsonRPCRequestMessage,
     JsonRPCResponseMessage,
     LanguageServerProtocol,
-    default_converter,
 )
 from pygls.protocol.language_server import lsp_method
 
 from converge_dsl._collector import quiet_collector
+from converge_dsl.lsp._params import NOT_AN_ID, misfits, params_misfit, request_id, shown
 
-MAX_HEADER_LINE = 8 * 1024
-_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
 # What may come before `initialize` and after `shutdown`.
 _ALWAYS = frozenset({lsp.EXIT})
 _LOG = logging.getLogger(__name__)
-
-
-# The JSON values each primitive field type takes, and their name: an integer is not a
-# float, a bool or a string (a bool is an int in Python); a number may be an integer.
-_JSON_TYPES: dict[type, tuple[tuple[type, ...], str]] = {
-    str: ((str,), "a string"),
-    int: ((int,), "an integer"),
-    bool: ((bool,), "true or false"),
-    float: ((float, int), "a number"),
-}
-
-
-class WrongType(TypeError):
-    """A JSON value of the wrong type for a field (its words are the misfit's)."""
-
-
-def strict_converter() -> cattrs.Converter:
-    """pygls's converter, reading each primitive field only from its own JSON type, and an
-    integer-or-string field (a request's id in `$/cancelRequest`, a progress token) only from
-    an integer or a string: lsprotocol took any value there, and an array or an object then
-    failed inside pygls as unhashable, ending the session."""
-    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
-    for kind, (accepted, name) in _JSON_TYPES.items():
-        converter.register_structure_hook(kind, functools.partial(_exactly, accepted, name))
-    for either in (Union[int, str], Optional[Union[int, str]]):  # noqa: UP007, UP045
-        converter.register_structure_hook(either, _int_or_str)
-    return converter
-
-
-def _int_or_str(value: object, kind: object) -> int | str | None:
-    """`value` as an integer or a string (an integral number written `1.0` is an integer);
-    null as it is: the id of a request may be null (JSON-RPC 2.0), as it was read before."""
-    found = _request_id(value)
-    if found is None or isinstance(found, int | str):
-        return found
-    raise WrongType(f"expected an integer or a string, not {_shown(value)}")
-
-
-def _exactly(accepted: tuple[type, ...], name: str, value: object, kind: type) -> object:
-    """`value` as `kind` when it is one of the `accepted` JSON values. A type's hook is
-    its subclasses' too: an enumeration of integers (a diagnostic's severity) is made
-    from an integer as cattrs makes it, `kind(value)`. JSON has one number type: an
-    integral number written with a fraction or an exponent (`1.0`, `1e2`) is an integer."""
-    if isinstance(value, float) and accepted == (int,) and value.is_integer():
-        value = int(value)
-    if isinstance(value, accepted) and (bool in accepted or not isinstance(value, bool)):
-        return kind(value)
-    raise WrongType(f"expected {name}, not {_shown(value)}")
 
 
 class PipelineProtocol(LanguageServerProtocol):
@@ -287,9 +216,9 @@ class PipelineProtocol(LanguageServerProtocol):
             self.fail(None, JsonRpcParseError(f"a message is not JSON ({_reason(exc)})"))
             return
         if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
-            found = _request_id(data.get("id")) if isinstance(data, dict) else None
+            found = request_id(data.get("id")) if isinstance(data, dict) else None
             self.fail(
-                None if found is _NOT_AN_ID else found,
+                None if found is NOT_AN_ID else found,
                 JsonRpcInvalidRequest('a message is not a JSON-RPC 2.0 object ("jsonrpc": "2.0")'),
             )
             return
@@ -303,10 +232,17 @@ class PipelineProtocol(LanguageServerProtocol):
             else:
                 self.log(f"{method}: {refused.message}; ignored")
             return
-        try:
-            message = self.structure_message(data)
-        except JsonRpcException as exc:
-            misfit = JsonRpcInvalidParams(f"{method}: {_misfits(exc)}")
+        message: Any = None
+        wrong: str | None = None
+        if isinstance(method, str):  # a request or a notification: its params read
+            wrong = params_misfit(self.get_message_type(method), data)
+        if wrong is None:
+            try:
+                message = self.structure_message(data)
+            except JsonRpcException as exc:
+                wrong = misfits(exc)
+        if wrong is not None:
+            misfit = JsonRpcInvalidParams(f"{method}: {wrong}")
             if is_request:
                 self.fail(data["id"], misfit)
             else:
@@ -335,9 +271,9 @@ class PipelineProtocol(LanguageServerProtocol):
             )
             return False
         if "method" not in data and "result" not in data and "error" not in data:
-            found = _request_id(data["id"])
+            found = request_id(data["id"])
             self.fail(
-                None if found is _NOT_AN_ID else found,
+                None if found is NOT_AN_ID else found,
                 JsonRpcInvalidRequest(
                     "a message with an 'id' has a 'method' (a request) or a 'result' or an "
                     "'error' (a response): this one has none of them"
@@ -345,24 +281,24 @@ class PipelineProtocol(LanguageServerProtocol):
             )
             return False
         if "method" not in data:
-            if _request_id(data["id"]) is _NOT_AN_ID:  # pygls would read an error's id
+            if request_id(data["id"]) is NOT_AN_ID:  # pygls would read an error's id
                 self._stray_response(data["id"])
                 return False
             return True  # a response: `_handle_response` takes or drops it
         if "id" in data:
-            msg_id = _request_id(data["id"])
-            if msg_id is _NOT_AN_ID:
+            msg_id = request_id(data["id"])
+            if msg_id is NOT_AN_ID:
                 self.fail(
                     None,
                     JsonRpcInvalidRequest(
-                        f"a request's id {_shown(data['id'])} is not a string, an integer "
+                        f"a request's id {shown(data['id'])} is not a string, an integer "
                         "or null: the request is not run"
                     ),
                 )
                 return False
             data["id"] = msg_id
         if not isinstance(method, str):
-            refused = f"'method' must be a string, not {_shown(method)}"
+            refused = f"'method' must be a string, not {shown(method)}"
             if "id" in data:
                 self.fail(data["id"], JsonRpcInvalidRequest(refused))
             else:
@@ -419,164 +355,5 @@ class PipelineProtocol(LanguageServerProtocol):
             handler(params)
 
 
-_NOT_AN_ID = object()
-
-
-def _request_id(value: object) -> object:
-    """`value` as a request's id: a string, an integer (one written `1.0` too: JSON has one
-    number type) or null; `_NOT_AN_ID` for any other value (an array, an object, a bool, a
-    number with a fraction), which JSON-RPC 2.0 does not allow."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if value is None or isinstance(value, str) or type(value) is int:
-        return value
-    return _NOT_AN_ID
-
-
-def _shown(value: object) -> str:
-    """`value` as JSON, cut to 40 characters."""
-    shown = json.dumps(value)
-    return shown if len(shown) <= 40 else shown[:37] + "..."
-
-
 def _reason(exc: BaseException) -> str:
     return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-
-
-def _misfits(exc: JsonRpcException) -> str:
-    """What in the params does not fit, each at its place (cattrs's own words)."""
-    cause = exc.__cause__
-    if isinstance(cause, cattrs.ClassValidationError):
-        return "; ".join(cattrs.transform_error(cause, "message", _misfit))
-    return "the params do not fit the method"
-
-
-def _misfit(exc: BaseException, expected: type | None) -> str:
-    """cattrs's words for one misfit, but a value a field's own rule refuses (a negative
-    line, a number past the protocol's range) in that rule's words, not "invalid value"."""
-    if isinstance(exc, ValueError) and expected is None and str(exc):
-        return str(exc).removesuffix(".")
-    if isinstance(exc, WrongType):
-        return str(exc)
-    return format_exception(exc, expected)
-
-
-class Frames:
-    """The input stream, read in a worker thread so the event loop keeps answering."""
-
-    def __init__(self, stream: BinaryIO, executor: ThreadPoolExecutor | None) -> None:
-        self.stream = stream
-        self.executor = executor
-
-    async def line(self) -> bytes:
-        return await self._run(self.stream.readline, MAX_HEADER_LINE)
-
-    async def body(self, length: int) -> bytes:
-        return await self._run(self.stream.read, length)
-
-    async def _run(self, read: Callable[[int], bytes], size: int) -> bytes:
-        return await asyncio.get_running_loop().run_in_executor(self.executor, read, size)
-
-
-class Output:
-    """The stream the client reads, written and flushed a message at a time (pygls's writer).
-
-    Once the client has closed it (a broken pipe, or any other failure to write), the
-    client is gone: nothing is written again, and `stop` is set, so the server ends at
-    the next message it reads (or the end of its input). Writing on raised from a future's
-    callback, where pygls and `concurrent.futures` wrote a traceback for each message,
-    and the server served a client that could read none of it.
-    """
-
-    def __init__(self, stream: BinaryIO, stop: threading.Event) -> None:
-        self.stream = stream
-        self.stop = stop
-        self.gone = False
-
-    def write(self, data: bytes) -> None:
-        if self.gone:
-            return
-        try:
-            self.stream.write(data)
-            self.stream.flush()
-        except OSError as exc:
-            self.gone = True
-            self.stop.set()
-            _LOG.error("the client no longer reads the server's output (%s): stopping", exc)
-
-    def close(self) -> None:
-        """Close the stream; the bytes a gone client did not read are dropped."""
-        with contextlib.suppress(OSError):
-            self.stream.close()
-
-
-async def read_frames(
-    frames: Frames, protocol: PipelineProtocol, stop: threading.Event, limit: int
-) -> None:
-    """Hand each frame's body to `protocol.receive` until the stream ends or `stop` is set.
-
-    A message whose headers hold two Content-Length values that differ as written (`187`
-    and `0187` differ too) is skipped: every later Content-Length up to the blank line
-    that ends its headers is refused, one equal to the first included."""
-    length: int | None = None
-    written: bytes | None = None  # the Content-Length of the headers being read, as written
-    disagreed = False  # two of these headers' Content-Length differ: the message is skipped
-    while not stop.is_set():
-        line = await frames.line()
-        if not line:
-            return
-        if not line.strip():
-            written, disagreed = None, False
-            if length is None:
-                continue
-            body = await frames.body(length)
-            if len(body) < length:
-                return  # cut off by the end of the stream
-            length = None
-            protocol.receive(body)
-            continue
-        header = _CONTENT_LENGTH.search(line)
-        if header is None:
-            continue  # another header, or bytes between frames
-        value = header.group(1).strip()
-        if disagreed:
-            continue
-        if written is not None and value != written:
-            # Which one is the body's? Either read could take the frames after it.
-            length, disagreed = None, True
-            protocol.log(
-                f"a message has two Content-Length headers ({_ascii(written)!r} and "
-                f"{_ascii(value)!r}): the message is skipped"
-            )
-            continue
-        written = value
-        length = int(value) if value.isdigit() and len(value) <= 20 else None
-        if length is not None and length > limit:
-            length = None
-        if length is None:
-            protocol.log(
-                f"a message's Content-Length {_ascii(value)!r} is not a number of bytes up to "
-                f"{limit}: the message is skipped"
-            )
-
-
-def _ascii(value: bytes) -> str:
-    return value[:40].decode("ascii", "replace")
-
-
-class _FirstLine(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        lines = record.getMessage().splitlines() or [""]
-        return f"converge-dsl lsp: {lines[0]}"
-
-
-def quiet_pygls() -> None:
-    """pygls's warnings and errors, and this module's, as one line each on standard error
-    (no traceback)."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_FirstLine())
-    for name in ("pygls", __name__):
-        logger = logging.getLogger(name)
-        logger.handlers[:] = [handler]
-        logger.setLevel(logging.WARNING)
-        logger.propagate = False

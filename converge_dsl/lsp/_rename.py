@@ -101,10 +101,23 @@ class RenameRefused(Exception):
     """Why a rename cannot be made (the server answers with this message)."""
 
 
+_NO_NAME = (
+    "nothing to rename here: the cursor is not on a name (a key, a suggestor, a model, an "
+    "input or an invariant)"
+)
+
+
 def renameable(subject: Subject, position: lsp.Position) -> tuple[Symbol, Place] | None:
     """The symbol at the cursor and the place the cursor is on, when it can be renamed."""
+    found = _name_at(subject, position)
+    return None if found is None or _built_in(found[0]) else found
+
+
+def _name_at(subject: Subject, position: lsp.Position) -> tuple[Symbol, Place] | None:
+    """The symbol at the cursor and the place the cursor is on; None off a name (a comment,
+    a blank, a schema's word)."""
     symbol = symbol_at(subject, position)
-    if symbol is None or (symbol[0] == KEY and symbol[1] in BUILTIN_KEYS):
+    if symbol is None:
         return None
     point = subject.point(position)
     for place in occurrences(subject, symbol):
@@ -113,12 +126,18 @@ def renameable(subject: Subject, position: lsp.Position) -> tuple[Symbol, Place]
     return None
 
 
+def _built_in(symbol: Symbol) -> bool:
+    return symbol[0] == KEY and symbol[1] in BUILTIN_KEYS
+
+
 def rename(subject: Subject, position: lsp.Position, new_name: str) -> dict[Path, list[Place]]:
     """The places to write `new_name` at, by file; raises `RenameRefused`."""
-    found = renameable(subject, position)
+    found = _name_at(subject, position)
     if found is None:
-        raise RenameRefused("nothing to rename here (a built-in key keeps its name)")
+        raise RenameRefused(_NO_NAME)
     (kind, name), _ = found
+    if _built_in((kind, name)):
+        raise RenameRefused(f"{name!r} is a built-in key: it keeps its name")
     refused = f"{new_name!r} is not a valid {kind} name"
     if not name_pattern(kind).fullmatch(new_name):
         why = read_back(new_name) if _one_scalar(new_name) else None

@@ -48,13 +48,9 @@ from converge_dsl.lsp._analysis import (
 )
 from converge_dsl.lsp._diagnostics import by_file
 from converge_dsl.lsp._document import Document
-from converge_dsl.lsp._protocol import (
-    Frames,
-    Output,
-    PipelineProtocol,
-    read_frames,
-    strict_converter,
-)
+from converge_dsl.lsp._params import strict_converter
+from converge_dsl.lsp._protocol import PipelineProtocol
+from converge_dsl.lsp._wire import Frames, Output, read_frames
 from converge_dsl.lsp._workspace import Workspace
 
 if TYPE_CHECKING:
@@ -117,7 +113,7 @@ class PipelineServer(LanguageServer):
     protocol: PipelineProtocol
 
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
-        """Serve `stdin` and `stdout` (`_protocol.read_frames`) until `exit`, the end of
+        """Serve `stdin` and `stdout` (`_wire.read_frames`) until `exit`, the end of
         the input or the client no longer reading `stdout` (`protocol.shut_down` says whether
         the client asked for `shutdown`); `stdout` is closed then, its unread bytes dropped."""
         if stdin is None or stdout is None:

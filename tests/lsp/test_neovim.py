@@ -3,8 +3,9 @@
 
 `init` makes the project; a typo goes into its pipeline; Neovim (`nvim
 --headless`, Debian's package) opens it with `converge-dsl lsp` attached
-(`neovim/drive.lua`), receives the diagnostics, asks for a completion and a
-definition, and writes what it got. The network is off in two ways: `init`,
+(`neovim/drive.lua`), receives the diagnostics, asks for a completion, a
+definition and a hover, renames a key (the edits applied in the pipeline and its
+test file, and written), and writes what it got. The network is off in two ways: `init`,
 Neovim and the server run in a network namespace of their own (`unshare -n`,
 only the loopback) where one can be made (root on Linux; the test says which
 in its output), and in any case every Python process of the test loads
@@ -55,7 +56,7 @@ def _position(text: str, needle: str, offset: int) -> lsp.Position:
     return at(text, needle, offset)
 
 
-def test_neovim_gets_diagnostics_completion_and_definition(tmp_path: Path) -> None:
+def test_neovim_gets_diagnostics_completion_definition_hover_and_a_rename(tmp_path: Path) -> None:
     nvim = _nvim()
     offline = _namespace()
     print("network off by:", "unshare -n and the socket guard" if offline else "the socket guard")
@@ -82,6 +83,8 @@ def test_neovim_gets_diagnostics_completion_and_definition(tmp_path: Path) -> No
     pipeline.write_text(text, encoding="utf-8")
     complete = _position(text, "dependencies: [seeds]", 15)
     define = _position(text, "    model: default", 12)
+    hover = _position(text, "target: summaries", 9)
+    declared = _position(text, "  - name: summaries", 10)
     out = tmp_path / "nvim.json"
     env = {
         **guarded,
@@ -93,6 +96,11 @@ def test_neovim_gets_diagnostics_completion_and_definition(tmp_path: Path) -> No
         "COMPLETE_CHAR": str(complete.character),
         "DEFINE_LINE": str(define.line),
         "DEFINE_CHAR": str(define.character),
+        "HOVER_LINE": str(hover.line),
+        "HOVER_CHAR": str(hover.character),
+        "RENAME_LINE": str(declared.line),
+        "RENAME_CHAR": str(declared.character),
+        "RENAME_TO": "digests",
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "XDG_DATA_HOME": str(tmp_path / "data"),
         "XDG_STATE_HOME": str(tmp_path / "state"),
@@ -112,6 +120,16 @@ def test_neovim_gets_diagnostics_completion_and_definition(tmp_path: Path) -> No
     assert "seeds" in got["completion"]
     models = text.count("\n", 0, text.index("  default: {adapter"))
     assert got["definition"] == [{"uri": pipeline.as_uri(), "line": models, "character": 2}]
+    assert "One-line summaries of the request" in got["hover"]
+    tests = project / "demo.test.yaml"
+    assert "rename_error" not in got
+    assert sorted(got["renamed"]) == sorted([pipeline.as_uri(), tests.as_uri()])
+    renamed = pipeline.read_text(encoding="utf-8")
+    assert renamed == text.replace("summaries", "digests").replace(
+        "One-line digests", "One-line summaries"
+    )  # the description is text, not the name
+    assert tests.read_text(encoding="utf-8").count("digests") == 3
+    assert "summaries" not in tests.read_text(encoding="utf-8")
     guard = log.read_text(encoding="utf-8").splitlines()
     assert not [line for line in guard if line.startswith("refused")], guard
     assert len([line for line in guard if line.startswith("loaded")]) >= 2  # init, the server

@@ -22,7 +22,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.protocol import default_converter
 
 from converge_dsl.lsp import build_server
-from converge_dsl.lsp._protocol import WrongType, strict_converter
+from converge_dsl.lsp._params import WrongType, strict_converter
 from tests.lsp.conftest import SERVER
 
 HOVER = {"textDocument": {"uri": "file:///x.yaml"}, "position": {"line": 0, "character": 0}}
@@ -160,6 +160,44 @@ def test_a_bad_frame_loses_that_frame_only(wire: Wire, project: Path, bad: bytes
     assert "Traceback" not in stderr
 
 
+@pytest.mark.parametrize("over", [1, 9, 18, 21, 22, 40, 100_000])
+def test_a_body_shorter_than_its_length_loses_that_message_only(
+    wire: Wire, project: Path, over: int
+) -> None:
+    """The length said `over` bytes more than the body has: the read took that much of the
+    next message (its header cut anywhere, whole, or with its blank line) or waited for bytes
+    the client never sends, as it waits for the answer to the next message."""
+    wire.initialize(project)
+    cut = b'{"jsonrpc": "2.0", "id": 80, "method": "textDoc'
+    wire.send(b"Content-Length: %d\r\n\r\n%s" % (len(cut) + over, cut))
+    body = json.dumps({"jsonrpc": "2.0", "id": 81, "method": "textDocument/hover", "params": HOVER})
+    wire.send(b"Content-Length: %d\r\n\r\n%s" % (len(body), body.encode()))
+    assert wire.answer(81)["result"] is None
+    refused = [m for m in wire.received if "error" in m]
+    assert [(m["id"], m["error"]["code"]) for m in refused] == [(None, -32700)]
+    assert refused[0]["error"]["message"] == (
+        f"a message's body is {len(cut)} bytes, not the {len(cut) + over} its Content-Length "
+        "said: the next message's header came within it; the message is skipped"
+    )
+    assert wire.request("shutdown")["result"] is None
+    code, stderr = wire.end()
+    assert (code, wire.unframed) == (0, [])
+    assert "Traceback" not in stderr
+
+
+def test_a_header_written_inside_a_json_body_is_its_text(wire: Wire, project: Path) -> None:
+    """JSON writes a line break in a string as `\\n`: a body's text never reads as a header."""
+    wire.initialize(project)
+    text = "# Content-Length: 12\r\n\r\n{}\nkey: 1 # content-length"
+    document = {"uri": (project / "x.yaml").as_uri(), "languageId": "yaml", "version": 1}
+    params = {"textDocument": {**document, "text": text}}
+    wire.send(frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": params}))
+    hover = {"textDocument": {"uri": document["uri"]}, "position": {"line": 0, "character": 0}}
+    wire.send(frame({"jsonrpc": "2.0", "id": 82, "method": "textDocument/hover", "params": hover}))
+    assert "result" in wire.answer(82)
+    assert [m for m in wire.received if "error" in m] == []
+
+
 def test_a_header_is_read_in_any_case_with_lf_line_ends(wire: Wire, project: Path) -> None:
     wire.initialize(project)
     body = json.dumps({"jsonrpc": "2.0", "id": 70, "method": "textDocument/hover", "params": HOVER})
@@ -237,7 +275,7 @@ def test_a_position_out_of_the_protocols_range_is_refused_in_its_rules_words(
     ]
     assert said == [
         "converge-dsl: textDocument/didChange: Position.character should be in range "
-        "[0:2147483647], but was 2147483648 @ message.params.content_changes[0].range.end; "
+        "[0:2147483647], but was 2147483648 @ message.params.contentChanges[0].range.end; "
         "ignored"
     ]
 
@@ -373,7 +411,7 @@ def test_a_change_whose_text_is_not_a_string_is_refused_and_the_document_kept(
     assert "keys" in [symbol["name"] for symbol in symbols["result"]]
     assert wire.said() == [
         "converge-dsl: textDocument/didChange: expected a string, not "
-        f"{shown} @ message.params.content_changes[0].text; ignored"
+        f"{shown} @ message.params.contentChanges[0].text; ignored"
         for shown in ("null", "7")
     ]
 

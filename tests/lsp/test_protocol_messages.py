@@ -236,3 +236,68 @@ def test_a_message_that_fails_in_pyglss_own_handling_leaves_the_session_going(
         "$/cancelRequest failed inside the server (RuntimeError: broken)",
         "textDocument/hover failed inside the server (RuntimeError: broken)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "said"),
+    [
+        ("$/cancelRequest", None, "expected an object with 'id', not null @ message.params"),
+        ("$/cancelRequest", [1], "expected an object with 'id', not [1] @ message.params"),
+        ("$/cancelRequest", ..., "missing, expected an object with 'id' @ message.params"),
+        ("initialized", ..., "missing, expected an object @ message.params"),
+        (
+            "textDocument/didClose",
+            "x.yaml",
+            "expected an object with 'textDocument', not \"x.yaml\" @ message.params",
+        ),
+    ],
+)
+def test_params_that_are_not_the_object_a_notification_takes_are_said_in_words(
+    server: Server, method: str, params: object, said: str
+) -> None:
+    """cattrs said "invalid value for type, expected Union @ message.params.id" for a cancel
+    whose params were null: a type of its own, at the place of a field never sent."""
+    server.send({"method": method} if params is ... else {"method": method, "params": params})
+    assert [m["params"]["message"] for m in server.sent if "method" in m] == [
+        f"converge-dsl: {method}: {said}; ignored"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("params", "said"),
+    [
+        (None, "expected an object with 'textDocument' and 'position', not null"),
+        (..., "missing, expected an object with 'textDocument' and 'position'"),
+        (3, "expected an object with 'textDocument' and 'position', not 3"),
+    ],
+)
+def test_params_that_are_not_the_object_a_request_takes_are_answered_in_words(
+    server: Server, params: object, said: str
+) -> None:
+    hover = {"id": 9, "method": "textDocument/hover"}
+    server.send(hover if params is ... else {**hover, "params": params})
+    assert server.answers() == [
+        {
+            "jsonrpc": "2.0",
+            "id": 9,
+            "error": {
+                "code": -32602,
+                "message": f"textDocument/hover: {said} @ message.params",
+            },
+        }
+    ]
+
+
+def test_a_misfit_is_placed_by_the_names_the_protocol_writes(server: Server) -> None:
+    """cattrs placed it by the Python names of lsprotocol's fields (`text_document`)."""
+    server.send(
+        {"id": 10, "method": "textDocument/hover", "params": {"position": HOVER["position"]}}
+    )
+    server.send(
+        {"id": 11, "method": "textDocument/hover", "params": {**HOVER, "workDoneToken": []}}
+    )
+    assert [m["error"]["message"] for m in server.answers()] == [
+        "textDocument/hover: required field missing @ message.params.textDocument",
+        "textDocument/hover: expected an integer or a string, not [] "
+        "@ message.params.workDoneToken",
+    ]

@@ -127,6 +127,29 @@ async def test_a_built_in_key_and_a_bad_name_are_refused(session: Session) -> No
         )
 
 
+@pytest.mark.parametrize(
+    ("needle", "offset", "why"),
+    [
+        ("# A valid pipeline", 4, "nothing to rename here: the cursor is not on a name"),
+        ("kind: Pipeline", 8, "nothing to rename here: the cursor is not on a name"),
+        ("apiVersion:", 0, "nothing to rename here: the cursor is not on a name"),
+        ("[strategies]", 1, "'strategies' is a built-in key: it keeps its name"),
+    ],
+)
+async def test_a_rename_where_there_is_no_name_to_rename_says_why(
+    session: Session, needle: str, offset: int, why: str
+) -> None:
+    """A rename at a comment said "a built-in key keeps its name", as at a built-in key."""
+    session.open("typed.yaml")
+    identifier = lsp.TextDocumentIdentifier(session.uri("typed.yaml"))
+    position = session.position("typed.yaml", needle, offset)
+    with pytest.raises(JsonRpcException) as refused:
+        await session.client.text_document_rename_async(
+            lsp.RenameParams(text_document=identifier, position=position, new_name="other")
+        )
+    assert refused.value.message.startswith(why), refused.value.message
+
+
 async def test_a_new_name_is_one_validate_accepts_for_its_kind(session: Session) -> None:
     """A suggestor or invariant renamed with a capital (which only a model's name may have)
     and a key renamed with a final line break were written: `validate` then refused them."""

@@ -1,9 +1,10 @@
 -- Drives Neovim's built-in LSP client (0.7 and later) against `converge-dsl lsp`, headless:
--- opens FILE, waits for the diagnostics, asks a completion and a definition at the given
--- positions, and writes what it got as JSON to OUT. Arguments come from the environment.
+-- opens FILE, waits for the diagnostics, asks a completion, a definition and a hover at the
+-- given positions, renames the name at RENAME_* to RENAME_TO (its edits applied and every
+-- buffer written), and writes what it got as JSON to OUT. Arguments come from the environment.
 local env = vim.env
 local file, out = env.CONVERGE_FILE, env.CONVERGE_OUT
-local result = { diagnostics = {}, completion = {}, definition = {} }
+local result = { diagnostics = {}, completion = {}, definition = {}, hover = "", renamed = {} }
 
 local function finish()
   vim.fn.writefile({ vim.fn.json_encode(result) }, out)
@@ -49,4 +50,18 @@ for _, location in ipairs(found.uri and { found } or found) do
     uri = location.uri, line = location.range.start.line, character = location.range.start.character,
   })
 end
+local hover = ask("textDocument/hover", tonumber(env.HOVER_LINE), tonumber(env.HOVER_CHAR))
+local contents = hover.contents or {}
+result.hover = contents.value or (type(contents) == "string" and contents) or ""
+
+local position = { line = tonumber(env.RENAME_LINE), character = tonumber(env.RENAME_CHAR) }
+local params = { textDocument = { uri = uri }, position = position, newName = env.RENAME_TO }
+for _, answer in pairs(vim.lsp.buf_request_sync(buf, "textDocument/rename", params, 30000) or {}) do
+  if answer.error then result.rename_error = answer.error.message end
+  if answer.result then
+    for edited, _ in pairs(answer.result.changes or {}) do table.insert(result.renamed, edited) end
+    vim.lsp.util.apply_workspace_edit(answer.result, "utf-16")
+  end
+end
+vim.cmd("silent wall")
 finish()

@@ -1,0 +1,226 @@
+"""The wire: framed JSON-RPC read from the editor's stream (`read_frames`) and written
+to it (`Output`).
+
+`read_frames` is the one reader of the input stream. A frame is header lines
+(`Content-Length: N` is the one read; a header's name in any case, a line ended
+by `\\r\\n` or `\\n`) then a blank line and N bytes. A header line is read up to
+`MAX_HEADER_LINE` bytes at a time and a body up to `limit` bytes, so memory is
+bounded whatever arrives; a length over the limit, or not a number, drops its
+header. Bytes that are not a header (the rest of a body longer than its
+length said, a body sent without a header) are skipped up to the next
+`Content-Length` header, even one on the same line: one bad frame loses that
+frame only, never the session. Two `Content-Length` headers of different values
+drop the frame too: reading the larger would take the frames after it. A body
+shorter than its length said, followed by the next frame, is found by that frame's
+header within the bytes read for it (`Frames.body`): it is answered as not JSON
+(ParseError, id null) and the next frame read from its header.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+import re
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import BinaryIO
+
+from pygls.exceptions import JsonRpcParseError
+
+from converge_dsl.lsp._protocol import PipelineProtocol
+
+MAX_HEADER_LINE = 8 * 1024
+_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
+# A frame's header within a body, or begun at its end (`Frames`).
+_NEXT_HEADER = re.compile(rb"content-length[ \t]*:[ \t]*[0-9]+[ \t]*\r?\n", re.IGNORECASE)
+_HEADER_BEGUN = re.compile(rb"content-length[ \t]*(?::[ \t]*[0-9]*[ \t]*\r?)?\Z")
+_HEADER_NAME = b"content-length"
+_LOG = logging.getLogger(__name__)
+
+
+class Frames:
+    """The input stream, read in a worker thread so the event loop keeps answering.
+
+    A body is taken as its bytes arrive. When the next frame's header comes within them (a
+    line `Content-Length: N`), or begins at their end cut short by it, the body was shorter
+    than its length said: it ends there, and the bytes from that header on are read again
+    as the next frame's. Neither is ever in a JSON body: JSON has no bare word, and no line
+    break in a string. So the next frame is read whole even when the length said more than
+    the client sends before it waits for the answer to that frame.
+    """
+
+    def __init__(self, stream: BinaryIO, executor: ThreadPoolExecutor | None) -> None:
+        self.stream = stream
+        self.executor = executor
+        self.ended = False  # the stream ended within a body
+        self._again = b""  # the bytes after a cut body, read again first
+        # What has arrived (one read of the pipe at most), not waiting for `size` bytes.
+        self._read_some: Callable[[int], bytes] = (
+            stream.read1 if isinstance(stream, io.BufferedIOBase) else stream.read
+        )
+
+    async def line(self) -> bytes:
+        """A header line, up to `MAX_HEADER_LINE` bytes."""
+        return await asyncio.get_running_loop().run_in_executor(self.executor, self._line)
+
+    async def body(self, length: int) -> bytes:
+        """The `length` bytes of a body; fewer when the stream ends (`ended`) or the next
+        frame's header comes within them."""
+        return await asyncio.get_running_loop().run_in_executor(self.executor, self._body, length)
+
+    def _line(self) -> bytes:
+        if not self._again:
+            return self.stream.readline(MAX_HEADER_LINE)
+        end = self._again.find(b"\n", 0, MAX_HEADER_LINE)
+        size = MAX_HEADER_LINE if end < 0 else end + 1
+        line, self._again = self._again[:size], self._again[size:]
+        if not line.endswith(b"\n") and len(line) < MAX_HEADER_LINE:
+            line += self.stream.readline(MAX_HEADER_LINE - len(line))
+        return line
+
+    def _body(self, length: int) -> bytes:
+        body = bytearray(self._again[:length])
+        self._again = self._again[length:]
+        searched = 0
+        while True:
+            header = _header_line(body, searched)
+            if header is not None:
+                return self._cut(body, header)
+            if len(body) == length:
+                begun = _header_begun(body)
+                return bytes(body) if begun is None else self._cut(body, begun)
+            searched = len(body)
+            piece = self._read_some(length - len(body))
+            if not piece:
+                self.ended = True
+                return bytes(body)
+            body += piece
+
+    def _cut(self, body: bytearray, start: int) -> bytes:
+        self._again = bytes(body[start:]) + self._again
+        return bytes(body[:start])
+
+
+def _header_line(body: bytearray, start: int) -> int | None:
+    """Where a `Content-Length: N` line that ends in `body[start:]` begins. Only the bytes
+    before each line break are searched: a JSON body seldom has one (a line break in a
+    string is written `\\n`), and a search of the whole body took longer than its read."""
+    end = body.find(b"\n", start)
+    while end >= 0:
+        line = body.rfind(b"\n", max(0, end - MAX_HEADER_LINE), end) + 1
+        header = _NEXT_HEADER.search(body, max(line, end - MAX_HEADER_LINE), end + 1)
+        if header is not None:
+            return header.start()
+        end = body.find(b"\n", end + 1)
+    return None
+
+
+def _header_begun(body: bytearray) -> int | None:
+    """Where a `Content-Length` header line that the end of `body` cuts short begins."""
+    tail = bytes(body[-MAX_HEADER_LINE:]).lower()
+    begun = _HEADER_BEGUN.search(tail)
+    if begun is not None:
+        return len(body) - len(tail) + begun.start()
+    for size in range(min(len(_HEADER_NAME), len(tail)), 0, -1):
+        if tail.endswith(_HEADER_NAME[:size]):
+            return len(body) - size
+    return None
+
+
+class Output:
+    """The stream the client reads, written and flushed a message at a time (pygls's writer).
+
+    Once the client has closed it (a broken pipe, or any other failure to write), the
+    client is gone: nothing is written again, and `stop` is set, so the server ends at
+    the next message it reads (or the end of its input). Writing on raised from a future's
+    callback, where pygls and `concurrent.futures` wrote a traceback for each message,
+    and the server served a client that could read none of it.
+    """
+
+    def __init__(self, stream: BinaryIO, stop: threading.Event) -> None:
+        self.stream = stream
+        self.stop = stop
+        self.gone = False
+
+    def write(self, data: bytes) -> None:
+        if self.gone:
+            return
+        try:
+            self.stream.write(data)
+            self.stream.flush()
+        except OSError as exc:
+            self.gone = True
+            self.stop.set()
+            _LOG.error("the client no longer reads the server's output (%s): stopping", exc)
+
+    def close(self) -> None:
+        """Close the stream; the bytes a gone client did not read are dropped."""
+        with contextlib.suppress(OSError):
+            self.stream.close()
+
+
+async def read_frames(
+    frames: Frames, protocol: PipelineProtocol, stop: threading.Event, limit: int
+) -> None:
+    """Hand each frame's body to `protocol.receive` until the stream ends or `stop` is set.
+
+    A message whose headers hold two Content-Length values that differ as written (`187`
+    and `0187` differ too) is skipped: every later Content-Length up to the blank line
+    that ends its headers is refused, one equal to the first included."""
+    length: int | None = None
+    written: bytes | None = None  # the Content-Length of the headers being read, as written
+    disagreed = False  # two of these headers' Content-Length differ: the message is skipped
+    while not stop.is_set():
+        line = await frames.line()
+        if not line:
+            return
+        if not line.strip():
+            written, disagreed = None, False
+            if length is None:
+                continue
+            body = await frames.body(length)
+            if len(body) < length and frames.ended:
+                return  # cut off by the end of the stream
+            if len(body) < length:
+                protocol.fail(
+                    None,
+                    JsonRpcParseError(
+                        f"a message's body is {len(body)} bytes, not the {length} its "
+                        "Content-Length said: the next message's header came within it; "
+                        "the message is skipped"
+                    ),
+                )
+            else:
+                protocol.receive(body)
+            length = None
+            continue
+        header = _CONTENT_LENGTH.search(line)
+        if header is None:
+            continue  # another header, or bytes between frames
+        value = header.group(1).strip()
+        if disagreed:
+            continue
+        if written is not None and value != written:
+            # Which one is the body's? Either read could take the frames after it.
+            length, disagreed = None, True
+            protocol.log(
+                f"a message has two Content-Length headers ({_ascii(written)!r} and "
+                f"{_ascii(value)!r}): the message is skipped"
+            )
+            continue
+        written = value
+        length = int(value) if value.isdigit() and len(value) <= 20 else None
+        if length is not None and length > limit:
+            length = None
+        if length is None:
+            protocol.log(
+                f"a message's Content-Length {_ascii(value)!r} is not a number of bytes up to "
+                f"{limit}: the message is skipped"
+            )
+
+
+def _ascii(value: bytes) -> str:
+    return value[:40].decode("ascii", "replace")
