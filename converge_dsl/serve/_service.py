@@ -32,10 +32,12 @@ group commit (`RunStore.finish_later`), and the run is answered once it is commi
   reach its next checkpoint record: the run stops there and is cancelled at once, what it
   did past it neither kept nor shown (`StopAtCheckpoint`), so the attempt that continues
   it gives no event a client already had; a run that reached its end first, nothing of it
-  dropped, ends as any. Then it cancels the workers and the runs in flight; a run whose
-  attempt stopped, its events all stored, is queued again (it continues at the next
-  start, which finds no event of it lost: no `recoveries` row), else it stays running (a
-  restart then continues it as after a kill). The whole stop takes at most `STOP_S` from
+  dropped, ends as any, and so does one whose record comes after its last event (its
+  pause's: stopped there, the next start would pause it again). Then it cancels the
+  workers and the runs in flight; a run whose attempt stopped, its events all stored, is
+  queued again (it continues at the next start, which finds no event of it lost: no
+  `recoveries` row), else it stays running (a restart then continues it as after a
+  kill). The whole stop takes at most `STOP_S` from
   `stopping` (no more wait once `stopping(forced=True)`, a second Ctrl-C). A stopping
   service's workers start no run; one added running for a worker is queued again. Its
   waiters are answered with the run as it is (`wait`): a queued run's at once, a running
@@ -479,6 +481,7 @@ class RunService(RunEnds):
                 lambda: self._stopping,
                 halt,
                 live.drop,
+                lambda: live.finished,
             ),
             state=self._state,
             key=lambda: self._keys.of(pipeline),  # read on its loop: a failure fails the run
