@@ -211,6 +211,8 @@ class RunService(RunEnds):
                 self._home.call_soon_threadsafe(self._answer_waiters)
         if forced:
             self._stop_by = now
+            if self._home is not None:  # no more wait: every waiter answered now
+                self._home.call_soon_threadsafe(self._answer_now)
 
     def _answer_waiters(self) -> None:
         """Answer at once the waiters of runs that do not run (they start no more), the
@@ -224,6 +226,10 @@ class RunService(RunEnds):
         await self._clock.sleep(
             max(0.0, ANSWER_S - STOP_S + self._stop_by - self._clock.monotonic())
         )
+        self._answer_now()
+
+    def _answer_now(self) -> None:
+        """Answer every waiter with its run as it is."""
         for run in list(self._ended):
             self._signal(run)
 
