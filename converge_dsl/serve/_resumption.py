@@ -111,7 +111,8 @@ class StopAtCheckpoint:
     A record written once the run made its last event (`finished()`: a pause's, its
     `hitl_paused` and `run_finished` stored with it) does not stop the run: stopped
     there, it would be queued again and paused anew by the next start, its pause's
-    events given twice. It ends as stored, its pause kept whole."""
+    events given twice. It ends as stored, its pause kept whole (the stop contract:
+    docs/architecture.md, "Stopping the service")."""
 
     def __init__(
         self,

@@ -203,7 +203,8 @@ def _server(
     -15); this one installs the same handler (`handle_exit`: a graceful shutdown, a
     second SIGINT forces it) and only puts the previous handlers back. A forced exit
     still runs the application's shutdown, which uvicorn then skips (the service's stop,
-    at once), and says so in one line (`FORCED_STOP`)."""
+    at once), and says so in one line (`FORCED_STOP`). The stop contract:
+    docs/architecture.md, "Stopping the service"."""
     import logging
     import signal
     import threading

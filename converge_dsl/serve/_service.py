@@ -28,7 +28,8 @@ group commit (`RunStore.finish_later`), and the run is answered once it is commi
 - `start` recovers: runs the store says were `running` when the server died are queued again and
   continue from their checkpoint journal (a run killed before its first record starts afresh);
   paused runs stay paused.
-- `stop` (and `stopping`, told at SIGTERM) first lets each run on the service's loops
+- `stop` (and `stopping`, told at SIGTERM; the stop contract: docs/architecture.md,
+  "Stopping the service") first lets each run on the service's loops
   reach its next checkpoint record: the run stops there and is cancelled at once, what it
   did past it neither kept nor shown (`StopAtCheckpoint`), so the attempt that continues
   it gives no event a client already had; a run that reached its end first, nothing of it
