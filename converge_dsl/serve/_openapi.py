@@ -190,16 +190,21 @@ def _typed(media: str, description: str) -> dict[str, Any]:
     return {"description": description, "content": {media: {"schema": {"type": "string"}}}}
 
 
-def _run_paths() -> dict[str, Any]:
-    """The routes of one run, the same for every pipeline."""
-    run_id = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
-    last = {
-        "name": "Last-Event-ID",
+def _header(name: str, description: str) -> dict[str, Any]:
+    """An optional header parameter of text."""
+    return {
+        "name": name,
         "in": "header",
         "required": False,
         "schema": {"type": "string"},
-        "description": "Resume after this event.",
+        "description": description,
     }
+
+
+def _run_paths() -> dict[str, Any]:
+    """The routes of one run, the same for every pipeline."""
+    run_id = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+    last = _header("Last-Event-ID", "Resume after this event.")
     decisions = {"$ref": "#/components/schemas/Decisions"}
     return {
         "/v1/runs/{id}": {
@@ -313,13 +318,10 @@ _JSON_RPC = {
 
 def _mcp_paths(path: str) -> dict[str, Any]:
     """The MCP endpoint (`serve --mcp`, docs/serve.md): one JSON-RPC message a POST."""
-    version = {
-        "name": "MCP-Protocol-Version",
-        "in": "header",
-        "required": False,
-        "schema": {"type": "string"},
-        "description": "An MCP protocol version the server speaks (another is 400, CD460).",
-    }
+    version = _header(
+        "MCP-Protocol-Version",
+        "An MCP protocol version the server speaks (another is 400, CD460).",
+    )
     return {
         path: {
             "post": {
