@@ -190,11 +190,17 @@ Handler = Callable[[Request], Awaitable[Response]]
 class _Api:
     """The route handlers over one service (see the module docstring)."""
 
-    def __init__(self, service: RunService, tokens: TokenFile | None, limits: HttpLimits) -> None:
+    def __init__(
+        self,
+        service: RunService,
+        tokens: TokenFile | None,
+        limits: HttpLimits,
+        mcp: str | None = None,
+    ) -> None:
         self.service = service
         self.tokens = tokens
         self.limits = limits
-        self.openapi = document(service.pipelines)
+        self.openapi = document(service.pipelines, mcp)  # `mcp`: the MCP endpoint's path
         self.routes: list[Route] = []  # the application's (`build_app`), for 405's Allow
         self.state = service.state_file
 
@@ -498,7 +504,7 @@ def build_app(
 ) -> Starlette:
     """The application over `service` (see the module docstring), with the MCP endpoint
     at `/mcp` when given one (`serve --mcp`, docs/serve.md)."""
-    api = _Api(service, tokens, limits)
+    api = _Api(service, tokens, limits, None if mcp is None else mcp.path)
     guarded = api.guarded
 
     @contextlib.asynccontextmanager

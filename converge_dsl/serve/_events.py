@@ -154,6 +154,9 @@ class LiveRun:
         self.records: list[tuple[int, str]] = []
         self.stored = 0  # how many of `records` are in the store
         self.ended = False
+        # The run made its last event (`run_finished`): a record it writes from there is
+        # its pause's, which holds its end (`StopAtCheckpoint` does not stop it there).
+        self.finished = False
         self.halted = False  # stopped at a checkpoint: no record is kept (`halt`)
         self.dropped = False  # something of the run was not kept once halted (`drop`)
         self._loop = loop
@@ -259,6 +262,8 @@ class EventSink(RunSink):
         # the record's four fields, joined by `SEPARATOR`
         full = self._live.add(self._seq, f"{self._micros()}\t{span}\t{extras}\t{body}")
         self._seq += 1
+        if kind == "run_finished":
+            self._live.finished = True
         if full:
             self._on_full()
 

@@ -7,8 +7,9 @@ listed) and whose result schema lists its keys, each fact's `data` held to
 the key's `schema` where it declares one. A key schema is placed as a
 component of its own by `_openapi_refs.Components`, which keeps its internal
 references resolving (`run_schema` places it under the MCP schema's `$defs`
-the same way). The other routes are the same for every pipeline.
-`document(pipelines)` is plain JSON (`GET /v1/openapi.json`).
+the same way). The other routes are the same for every pipeline; the MCP endpoint's
+(`serve --mcp`) is there when the service has it.
+`document(pipelines, mcp)` is plain JSON (`GET /v1/openapi.json`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ def _errors(*statuses: int) -> dict[str, Any]:
         "than UTF-8.",
         422: "The request is refused; every problem is located by a JSON pointer.",
         429: "The pipeline's queue is full; retry after Retry-After seconds.",
+        403: "A request from a web page (an Origin header) to a server on a loopback address "
+        "(CD444).",
+        406: "The Accept header lacks application/json or text/event-stream (CD449).",
+        421: "A Host header that is not a loopback name with the server's port, to a server on "
+        "a loopback address (CD444).",
         503: "The service cannot answer now: its token file cannot be used (CD461) or its "
         "state folder is gone (CD993); retry after Retry-After seconds.",
     }
@@ -184,16 +190,21 @@ def _typed(media: str, description: str) -> dict[str, Any]:
     return {"description": description, "content": {media: {"schema": {"type": "string"}}}}
 
 
-def _run_paths() -> dict[str, Any]:
-    """The routes of one run, the same for every pipeline."""
-    run_id = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
-    last = {
-        "name": "Last-Event-ID",
+def _header(name: str, description: str) -> dict[str, Any]:
+    """An optional header parameter of text."""
+    return {
+        "name": name,
         "in": "header",
         "required": False,
         "schema": {"type": "string"},
-        "description": "Resume after this event.",
+        "description": description,
     }
+
+
+def _run_paths() -> dict[str, Any]:
+    """The routes of one run, the same for every pipeline."""
+    run_id = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+    last = _header("Last-Event-ID", "Resume after this event.")
     decisions = {"$ref": "#/components/schemas/Decisions"}
     return {
         "/v1/runs/{id}": {
@@ -287,8 +298,57 @@ def _service_paths() -> dict[str, Any]:
     }
 
 
-def document(pipelines: Mapping[str, Pipeline]) -> dict[str, Any]:
-    """The service's OpenAPI document (see the module docstring)."""
+# One JSON-RPC 2.0 message, as the MCP endpoint takes it (`_mcp_messages`).
+_JSON_RPC = {
+    "type": "object",
+    "description": "One JSON-RPC 2.0 message (a batch is not taken): a request (`method` "
+    "and `id`: initialize, tools/list, tools/call, ...), a notification (`method`, no `id`) "
+    "or a response (`result` or `error`).",
+    "required": ["jsonrpc"],
+    "properties": {
+        "jsonrpc": {"const": "2.0"},
+        "id": {"type": ["string", "integer"]},
+        "method": {"type": "string"},
+        "params": {"type": "object"},
+        "result": {},
+        "error": {"type": "object"},
+    },
+}
+
+
+def _mcp_paths(path: str) -> dict[str, Any]:
+    """The MCP endpoint (`serve --mcp`, docs/serve.md): one JSON-RPC message a POST."""
+    version = _header(
+        "MCP-Protocol-Version",
+        "An MCP protocol version the server speaks (another is 400, CD460).",
+    )
+    return {
+        path: {
+            "post": {
+                "operationId": "mcp",
+                "summary": "MCP over streamable HTTP (stateless): each pipeline a tool.",
+                "parameters": [version],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _JSON_RPC}},
+                },
+                "responses": {
+                    "200": _typed(
+                        "text/event-stream",
+                        "The answer to a request as Server-Sent Events: each `data:` one "
+                        "JSON-RPC message (progress notifications, then the response).",
+                    ),
+                    "202": {"description": "A notification or a response: nothing to answer."},
+                    **_errors(400, 401, 403, 406, 408, 413, 415, 421, 503),
+                },
+            }
+        }
+    }
+
+
+def document(pipelines: Mapping[str, Pipeline], mcp: str | None = None) -> dict[str, Any]:
+    """The service's OpenAPI document (see the module docstring); with the MCP endpoint
+    at `mcp` when given its path (`serve --mcp`)."""
     paths: dict[str, Any] = {}
     bases = _component_bases(pipelines)
     operations = {"get_run", "cancel_run", "run_events", "run_report", "decide_run"}
@@ -308,7 +368,12 @@ def document(pipelines: Mapping[str, Pipeline]) -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {"title": "converge-dsl serve", "version": __version__},
-        "paths": {**paths, **_run_paths(), **_service_paths()},
+        "paths": {
+            **paths,
+            **_run_paths(),
+            **_service_paths(),
+            **({} if mcp is None else _mcp_paths(mcp)),
+        },
         "components": {
             "schemas": components.schemas,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},

@@ -106,7 +106,13 @@ class StopAtCheckpoint:
     dropped, `drop()` told of each. The run is then stopped (cancelled) where it stands;
     what it did past that record is neither journaled nor, its events kept by the halted
     `LiveRun`, shown: the attempt that continues it from that record gives it anew, once.
-    A run that reached its end before the cancel, nothing of it dropped, ends as stored."""
+    A run that reached its end before the cancel, nothing of it dropped, ends as stored.
+
+    A record written once the run made its last event (`finished()`: a pause's, its
+    `hitl_paused` and `run_finished` stored with it) does not stop the run: stopped
+    there, it would be queued again and paused anew by the next start, its pause's
+    events given twice. It ends as stored, its pause kept whole (the stop contract:
+    docs/architecture.md, "Stopping the service")."""
 
     def __init__(
         self,
@@ -114,9 +120,11 @@ class StopAtCheckpoint:
         stopping: Callable[[], bool],
         halt: Callable[[], None],
         drop: Callable[[], None],
+        finished: Callable[[], bool],
     ) -> None:
         self._journal = journal
         self._stopping = stopping
+        self._finished = finished
         self._halt = halt
         self._drop = drop
         self.halted = False
@@ -155,7 +163,7 @@ class StopAtCheckpoint:
         if self._dropped():
             return
         self._journal.append(line)
-        if self._stopping():  # a cycle's record: the run stops here
+        if self._stopping() and not self._finished():  # a cycle's record: it stops here
             self.halted = True
             self._halt()
 

@@ -46,6 +46,10 @@ if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline
 
 
+# What a server stopped by a second Ctrl-C says (its one line).
+FORCED_STOP = "stopped at once (a second Ctrl-C): the runs in flight continue at the next start"
+
+
 @dataclass(frozen=True)
 class ServeOptions:
     """What `converge-dsl serve` was asked for; `env` is the environment its pipelines
@@ -197,7 +201,11 @@ def _server(
     `serve` normally after a SIGINT or SIGTERM it shut down gracefully for. uvicorn's own
     `capture_signals` raises a caught signal again once the server stopped (exit 130 or
     -15); this one installs the same handler (`handle_exit`: a graceful shutdown, a
-    second SIGINT forces it) and only puts the previous handlers back."""
+    second SIGINT forces it) and only puts the previous handlers back. A forced exit
+    still runs the application's shutdown, which uvicorn then skips (the service's stop,
+    at once), and says so in one line (`FORCED_STOP`). The stop contract:
+    docs/architecture.md, "Stopping the service"."""
+    import logging
     import signal
     import threading
 
@@ -208,6 +216,17 @@ def _server(
             await super().startup(sockets)
             if not self.should_exit:
                 on_started()
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().shutdown(sockets)
+            if not self.force_exit:
+                return
+            # uvicorn skips the application's shutdown on a forced exit: the service would
+            # not stop, and its lifespan, cancelled at the loop's end, logs a traceback.
+            # Its stop, forced, takes no wait (docs/serve.md).
+            if not self.lifespan.shutdown_event.is_set():
+                await self.lifespan.shutdown()
+            logging.getLogger("uvicorn.error").warning(FORCED_STOP)
 
         def handle_exit(self, sig: int, frame: Any) -> None:
             super().handle_exit(sig, frame)

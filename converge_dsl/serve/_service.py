@@ -28,14 +28,17 @@ group commit (`RunStore.finish_later`), and the run is answered once it is commi
 - `start` recovers: runs the store says were `running` when the server died are queued again and
   continue from their checkpoint journal (a run killed before its first record starts afresh);
   paused runs stay paused.
-- `stop` (and `stopping`, told at SIGTERM) first lets each run on the service's loops
+- `stop` (and `stopping`, told at SIGTERM; the stop contract: docs/architecture.md,
+  "Stopping the service") first lets each run on the service's loops
   reach its next checkpoint record: the run stops there and is cancelled at once, what it
   did past it neither kept nor shown (`StopAtCheckpoint`), so the attempt that continues
   it gives no event a client already had; a run that reached its end first, nothing of it
-  dropped, ends as any. Then it cancels the workers and the runs in flight; a run whose
-  attempt stopped, its events all stored, is queued again (it continues at the next
-  start, which finds no event of it lost: no `recoveries` row), else it stays running (a
-  restart then continues it as after a kill). The whole stop takes at most `STOP_S` from
+  dropped, ends as any, and so does one whose record comes after its last event (its
+  pause's: stopped there, the next start would pause it again). Then it cancels the
+  workers and the runs in flight; a run whose attempt stopped, its events all stored, is
+  queued again (it continues at the next start, which finds no event of it lost: no
+  `recoveries` row), else it stays running (a restart then continues it as after a
+  kill). The whole stop takes at most `STOP_S` from
   `stopping` (no more wait once `stopping(forced=True)`, a second Ctrl-C). A stopping
   service's workers start no run; one added running for a worker is queued again. Its
   waiters are answered with the run as it is (`wait`): a queued run's at once, a running
@@ -209,6 +212,8 @@ class RunService(RunEnds):
                 self._home.call_soon_threadsafe(self._answer_waiters)
         if forced:
             self._stop_by = now
+            if self._home is not None:  # no more wait: every waiter answered now
+                self._home.call_soon_threadsafe(self._answer_now)
 
     def _answer_waiters(self) -> None:
         """Answer at once the waiters of runs that do not run (they start no more), the
@@ -222,6 +227,10 @@ class RunService(RunEnds):
         await self._clock.sleep(
             max(0.0, ANSWER_S - STOP_S + self._stop_by - self._clock.monotonic())
         )
+        self._answer_now()
+
+    def _answer_now(self) -> None:
+        """Answer every waiter with its run as it is."""
         for run in list(self._ended):
             self._signal(run)
 
@@ -479,6 +488,7 @@ class RunService(RunEnds):
                 lambda: self._stopping,
                 halt,
                 live.drop,
+                lambda: live.finished,
             ),
             state=self._state,
             key=lambda: self._keys.of(pipeline),  # read on its loop: a failure fails the run

@@ -367,17 +367,34 @@ def test_serve_stops_before_it_binds_on_such_a_uvicorn(
     assert ready == []
 
 
-def test_the_refusals_past_the_limit_are_logged_once_a_second(
+def test_the_refusals_past_the_limit_are_logged_as_one_line_per_interval_with_a_count(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """uvicorn logged each one: 12,024 lines under a few seconds of wrk."""
-    from converge_dsl.serve._heads import _Throttled
+    """uvicorn logged each one: 12,024 lines under a few seconds of wrk. Now one line an
+    interval (10 s, on the injected clock) says how many were refused in it; a quiet
+    interval says nothing. Before, the first of a burst was logged at once and the rest
+    only when a later one came (a burst's end was never counted)."""
+    import asyncio
 
-    warning = _Throttled("Exceeded concurrency limit.")
-    for tick in range(300):  # 300 refusals over 3 seconds
-        warning.say(100.0 + tick / 100)
+    from converge_dsl.clock import FakeClock
+    from converge_dsl.serve._heads import RefusalLog
+
+    clock = FakeClock()
+    refusals = RefusalLog(clock)
+
+    async def main() -> None:
+        for _ in range(300):  # a burst: counted, its line 10 s after the first
+            refusals.refused()
+        assert caplog.records == []
+        for _ in range(3):
+            await asyncio.sleep(0)
+        refusals.refused()  # a later one: a line of its own
+        for _ in range(3):
+            await asyncio.sleep(0)
+
+    asyncio.run(main())
     assert [r.getMessage() for r in caplog.records] == [
-        "Exceeded concurrency limit.",
-        "Exceeded concurrency limit. (99 more since, not logged)",
-        "Exceeded concurrency limit. (99 more since, not logged)",
+        "refused 300 connections over the concurrency limit in the last 10 s",
+        "refused 1 connection over the concurrency limit in the last 10 s",
     ]
+    assert clock.sleeps == [10.0, 10.0]

@@ -248,3 +248,53 @@ def test_each_refusal_a_route_answers_is_in_its_responses(trees: str) -> None:
             if path != "/healthz":  # every route but the health check reads the tokens
                 assert "401" in operation["responses"], (path, method)
             assert "503" in operation["responses"], (path, method)  # tokens or state gone
+
+
+def test_the_mcp_endpoint_is_in_the_document_with_each_status_it_answers(trees: str) -> None:
+    """`/mcp` (`serve --mcp`) is a POST of one JSON-RPC message: its body, its answers and
+    each refusal it gives are documented (the document still valid OpenAPI 3.1). Before,
+    the document had no `/mcp`; without `--mcp` it still has none."""
+    spec = httpx.get(f"{trees}/v1/openapi.json", headers=BEARER, timeout=BOUND_S).json()
+    validate(spec)
+    post = spec["paths"]["/mcp"]["post"]
+    body = post["requestBody"]["content"]["application/json"]["schema"]
+    streamed = {"Accept": "application/json, text/event-stream"}
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    Draft202012Validator(body).validate(listing)
+    assert not Draft202012Validator(body).is_valid([listing])  # a batch is not taken
+    mcp = f"{trees}/mcp"
+    answers = {
+        "listed": httpx.post(mcp, json=listing, headers={**BEARER, **streamed}),
+        "notified": httpx.post(
+            mcp,
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers={**BEARER, **streamed},
+        ),
+        "no token": httpx.post(mcp, json=listing, headers=streamed),
+        "not JSON": httpx.post(
+            mcp,
+            content=b"x",
+            headers={**BEARER, **streamed, "Content-Type": "application/json"},
+        ),
+        "not text": httpx.post(
+            mcp, content=b"x", headers={**BEARER, **streamed, "Content-Type": "text/plain"}
+        ),
+        "no stream": httpx.post(mcp, json=listing, headers={**BEARER, "Accept": "text/html"}),
+        "a web page": httpx.post(
+            mcp, json=listing, headers={**BEARER, **streamed, "Origin": "http://example.org"}
+        ),
+    }
+    assert {why: answer.status_code for why, answer in answers.items()} == {
+        "listed": 200,
+        "notified": 202,
+        "no token": 401,
+        "not JSON": 400,
+        "not text": 415,
+        "no stream": 406,
+        "a web page": 403,
+    }
+    assert answers["listed"].headers["content-type"].startswith("text/event-stream")
+    assert "text/event-stream" in post["responses"]["200"]["content"]
+    for why, answer in answers.items():
+        assert str(answer.status_code) in post["responses"], why
+    assert "/mcp" not in document({"trees": load(REFS / "trees.yaml")})["paths"]

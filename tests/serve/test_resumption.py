@@ -14,7 +14,9 @@ import signal
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -232,12 +234,12 @@ def test_a_wait_during_a_sigterm_is_answered_where_the_run_stands(
 def test_a_run_that_pauses_as_the_server_stops_is_paused_once(
     tmp_path: Path, servers: list[Server]
 ) -> None:
-    """A run whose slow model call ends in a pause after SIGTERM ends paused, its events
-    numbered with no gap: stored paused by the stop when its pause was kept whole, else
-    queued at its checkpoint and paused by the restart. In that second case its pause's
-    events (hitl_paused, run_finished) may be stored twice, once by each attempt: a known
-    defect of the stop (a write after the pause, dropped, queues a run whose events were
-    kept), so their count is not asserted here."""
+    """A run whose slow model call ends in a pause after SIGTERM ends paused once, its
+    events numbered with no gap: its pause's record, written after its last event, does
+    not stop it, so the stop stores it paused (or, its pause not reached in time, leaves it
+    queued at an earlier record and the restart pauses it). Before, about one stop in
+    three stopped it at its pause's record all the same, queued it again, and the restart
+    paused it anew: `hitl_paused` and `run_finished` were stored twice."""
     (tmp_path / "slow.script.yaml").write_text(
         "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules: []\n"
         'default: {reply: "go big", delay_s: 1.5}\n'
@@ -274,7 +276,83 @@ def test_a_run_that_pauses_as_the_server_stops_is_paused_once(
     assert _stored(state, "SELECT status FROM runs") == [("paused",)]
     events = _events(state)
     assert [number for number, _ in events] == list(range(len(events)))
-    assert [kind for _, kind in events][-1] == "run_finished"
+    types = [kind for _, kind in events]
+    assert types[-1] == "run_finished"
+    assert types.count("hitl_paused") == types.count("run_finished") == 1, types
+
+
+def test_a_run_whose_end_comes_before_its_pause_record_is_stored_paused_by_the_stop(
+    tmp_path: Path,
+) -> None:
+    """The stop of the test above, its one bad interleaving forced: the service starts
+    stopping right after the run's last event (`run_finished`), before its pause's record
+    is written, and the run takes a moment to close after its end (as it does releasing
+    its models). The stop stores it paused, its pause's events once, and the next start
+    leaves it so. Before, that record stopped it, the cancel landed in its closing, it was
+    queued again and the next start paused it anew: `hitl_paused` and `run_finished`
+    stored twice."""
+    import asyncio
+
+    from pydantic import BaseModel
+
+    from converge_dsl.batch import Pipeline
+    from converge_dsl.runtime import RunSink
+    from converge_dsl.serve import RunStore
+    from converge_dsl.serve._requests import RunRequest
+
+    from .test_service import _one_worker_service
+
+    store = RunStore(tmp_path / "state")
+    service = _one_worker_service(tmp_path, store, redact=str, name="gated")
+
+    class StopAfterTheEnd(RunSink):
+        listens = True
+
+        def on_event(self, event: BaseModel) -> None:
+            if getattr(event, "type", None) == "run_finished":
+                service.stopping()  # as a SIGTERM would, from the run's thread
+
+    class SlowToClose(Pipeline):
+        __slots__ = ()
+
+        async def outcome(self, *args: Any, sinks: Sequence[RunSink] = (), **options: Any) -> Any:
+            out = await super().outcome(*args, sinks=(*sinks, StopAfterTheEnd()), **options)
+            await asyncio.sleep(0.2)  # closing after its end
+            return out
+
+    service.pipelines["gated"].__class__ = SlowToClose  # the same slots: only `outcome` differs
+
+    async def stopped() -> str:
+        await service.start()
+        run = service.submit("gated", RunRequest.of({}))
+        while not service.is_stopping:
+            await asyncio.sleep(0.01)
+        await service.stop()
+        return run
+
+    async def restarted(again: Any, run: str) -> None:
+        await again.start()
+        try:
+            await again.wait(run, 10.0)
+        finally:
+            await again.stop()
+
+    try:
+        run = asyncio.run(stopped())
+    finally:
+        store.close()  # as the server's exit does: every queued write committed
+    store = RunStore(tmp_path / "state")
+    try:
+        row = store.get(run)
+        assert row is not None
+        assert row.status == "paused"
+        asyncio.run(restarted(_one_worker_service(tmp_path, store, redact=str, name="gated"), run))
+        events = list(store.events(run))
+        types = [json.loads(line)["type"] for _, line in events]
+        assert types.count("hitl_paused") == types.count("run_finished") == 1, types
+        assert [seq for seq, _ in events] == list(range(len(events)))
+    finally:
+        store.close()
 
 
 def test_a_stop_takes_at_most_stop_s_and_a_second_ctrl_c_ends_it_at_once(
