@@ -23,7 +23,6 @@ import concurrent.futures
 import contextlib
 import logging
 import os
-import shlex
 import shutil
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -34,6 +33,7 @@ from typing import Any, TypeVar
 import anyio
 
 from converge_dsl import codes
+from converge_dsl._escapes import shell_join, shell_word
 from converge_dsl._json_types import JsonObject, JsonValue
 from converge_dsl.frontend import HttpServerSpec, StdioServerSpec, ToolServerSpec
 from converge_dsl.tools._environment import child_environment
@@ -434,10 +434,10 @@ def _start_failure(exc: BaseException, spec: ToolServerSpec, base: Path) -> tupl
     leaf, reason = _leaf(exc), _reason(exc)
     if isinstance(spec, StdioServerSpec) and reason == "Connection closed":
         where = base / (spec.cwd or ".")
-        cd = "" if where == Path() else f"cd {shlex.quote(str(where))} && "
+        cd = "" if where == Path() else f"cd {shell_word(str(where))} && "
         return (
             "it exited, or closed its stdout, before answering the MCP handshake",
-            f"run `{cd}{shlex.join(spec.command)}` by hand to see why it stops",
+            f"run `{cd}{shell_join(list(spec.command))}` by hand to see why it stops",
         )
     if not isinstance(spec, HttpServerSpec):
         return reason, None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import http.server
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -194,6 +195,25 @@ def test_a_server_that_exits_at_start_names_the_command_to_run_by_hand(tmp_path:
     assert caught.value.hint == (
         f"run `cd {tmp_path / 'work'} && {sys.executable} -c pass` by hand to see why it stops"
     )
+
+
+def test_the_command_to_run_by_hand_pastes_as_it_is(tmp_path: Path) -> None:
+    # It was quoted with `shlex.quote`: the newline of the program's text split the
+    # pasted line in two, and the folder's byte that is not UTF-8 could not be shown.
+    base = tmp_path / "pipe\udcffé"
+    os.mkdir(base)
+    spec = StdioServerSpec(
+        name="quits", command=(sys.executable, "-c", "x = 'a'\npass"), allow=("echo",)
+    )
+    with pytest.raises(ToolFailure) as caught:
+        McpToolServer(spec, base, PARENT).start()
+    assert caught.value.hint == (
+        f"run `cd $'{tmp_path}/pipe\\xffé' && {sys.executable} -c $'x = \\'a\\'\\x0apass'` "
+        "by hand to see why it stops"
+    )
+    pasted = caught.value.hint.split("`")[1].replace(" && ", " && printf '%s\\0' ")
+    words = subprocess.run(["bash", "-c", pasted], capture_output=True, check=True).stdout
+    assert words.split(b"\0")[:-1] == [os.fsencode(word) for word in spec.command]
 
 
 def test_a_server_that_lists_a_tool_twice_does_not_start(tmp_path: Path) -> None:
