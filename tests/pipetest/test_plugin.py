@@ -72,7 +72,34 @@ def test_case_names_are_items_on_one_line_each_and_never_alike(tmp_path: Path) -
     done = _pytest(tmp_path, "--collect-only", "-q")
     assert done.returncode == 0, done.stdout + done.stderr
     names = [line.split("::", 1)[1] for line in done.stdout.splitlines() if "::" in line]
-    assert names == ["x PASSED\\nfake::y\\tz", "dup\\x1b", "dup\\\\x1b"]
+    assert names == ["x PASSED\\nfake\\x3a:y\\tz", "dup\\x1b", "dup\\\\x1b"]
+
+
+def test_a_case_name_holding_double_colons_can_be_selected_by_its_node_id(
+    tmp_path: Path,
+) -> None:
+    # `pytest 'file.test.yaml::a::b'` read "b" as an item inside an item "a": "not found".
+    _copy_example(tmp_path, "incident-triage")
+    test_file = tmp_path / "incident-triage.test.yaml"
+    text = test_file.read_text()
+    for old, new in (
+        ("a bad deploy is rolled back first", '"std::vector"'),
+        ("the paging service names the signals and the rollback", '"a:::b"'),
+        ("without the bad-deploy hypothesis there is no rollback", '"std\\\\x3a:vector"'),
+    ):
+        text = text.replace(old, new)
+    test_file.write_text(text)
+    listed = _pytest(tmp_path, "--collect-only", "-q")
+    ids = [line for line in listed.stdout.splitlines() if "::" in line]
+    assert [node.split("::", 1)[1] for node in ids] == [
+        "std\\x3a:vector",
+        "a\\x3a\\x3a:b",
+        "std\\\\x3a:vector",
+    ]
+    for node in ids:
+        done = _pytest(tmp_path, "-q", "--color=no", node)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.splitlines()[-1].startswith("1 passed"), done.stdout
 
 
 def test_an_invalid_test_file_is_a_collection_error_with_its_diagnostics(tmp_path: Path) -> None:
