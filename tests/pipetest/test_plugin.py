@@ -36,6 +36,24 @@ def _copy_example(folder: Path, name: str) -> None:
         shutil.copy(PIPELINES / f"{name}{suffix}", folder / f"{name}{suffix}")
 
 
+def _example_named(folder: Path, *names: str) -> None:
+    """The incident-triage example in `folder`, its three cases named `names` (YAML)."""
+    _copy_example(folder, "incident-triage")
+    test_file = folder / "incident-triage.test.yaml"
+    text = test_file.read_text()
+    for old, new in zip(
+        (
+            "a bad deploy is rolled back first",
+            "the paging service names the signals and the rollback",
+            "without the bad-deploy hypothesis there is no rollback",
+        ),
+        names,
+        strict=True,
+    ):
+        text = text.replace(old, new)
+    test_file.write_text(text)
+
+
 def test_each_case_is_an_item_named_after_the_file_and_case(tmp_path: Path) -> None:
     _copy_example(tmp_path, "incident-triage")
     done = _pytest(tmp_path, "-v")
@@ -59,16 +77,7 @@ def test_a_case_name_with_control_characters_is_an_item_named_escaped(tmp_path: 
 def test_case_names_are_items_on_one_line_each_and_never_alike(tmp_path: Path) -> None:
     # Newline and tab were kept (a name could print a PASSED line of its own), and
     # "dup\e" (an ESC) and 'dup\x1b' (its escape's text) were items of one name.
-    _copy_example(tmp_path, "incident-triage")
-    test_file = tmp_path / "incident-triage.test.yaml"
-    text = test_file.read_text()
-    for old, new in (
-        ("a bad deploy is rolled back first", '"x PASSED\\nfake::y\\tz"'),
-        ("the paging service names the signals and the rollback", '"dup\\e"'),
-        ("without the bad-deploy hypothesis there is no rollback", "'dup\\x1b'"),
-    ):
-        text = text.replace(old, new)
-    test_file.write_text(text)
+    _example_named(tmp_path, '"x PASSED\\nfake::y\\tz"', '"dup\\e"', "'dup\\x1b'")
     done = _pytest(tmp_path, "--collect-only", "-q")
     assert done.returncode == 0, done.stdout + done.stderr
     names = [line.split("::", 1)[1] for line in done.stdout.splitlines() if "::" in line]
@@ -79,16 +88,7 @@ def test_a_case_name_holding_double_colons_can_be_selected_by_its_node_id(
     tmp_path: Path,
 ) -> None:
     # `pytest 'file.test.yaml::a::b'` read "b" as an item inside an item "a": "not found".
-    _copy_example(tmp_path, "incident-triage")
-    test_file = tmp_path / "incident-triage.test.yaml"
-    text = test_file.read_text()
-    for old, new in (
-        ("a bad deploy is rolled back first", '"std::vector"'),
-        ("the paging service names the signals and the rollback", '"a:::b"'),
-        ("without the bad-deploy hypothesis there is no rollback", '"std\\\\x3a:vector"'),
-    ):
-        text = text.replace(old, new)
-    test_file.write_text(text)
+    _example_named(tmp_path, '"std::vector"', '"a:::b"', '"std\\\\x3a:vector"')
     listed = _pytest(tmp_path, "--collect-only", "-q")
     ids = [line for line in listed.stdout.splitlines() if "::" in line]
     assert [node.split("::", 1)[1] for node in ids] == [
