@@ -13,8 +13,10 @@ cell read as JSON when it parses and as text otherwise.
 
 from __future__ import annotations
 
+import collections
 import csv
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,10 +25,12 @@ from converge_dsl import codes
 from converge_dsl._json_keys import DuplicateKey, unique_keys
 from converge_dsl._json_text import loads
 from converge_dsl._json_types import MAX_INPUT_DEPTH, JsonObject, JsonValue, nests_deeper
-from converge_dsl.diagnostics import Diagnostic, Severity
+from converge_dsl.diagnostics import Diagnostic, Severity, unknown_name_hint
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
+
+    from converge_dsl.batch import Pipeline
 
     from ._spec import _Reader
 
@@ -64,7 +68,12 @@ def recode(diagnostic: Diagnostic, code: str) -> Diagnostic:
     return Diagnostic(**{**fields, "code": code})
 
 
-def read_cases(reader: _Reader, dataset: Path, display: str) -> tuple[EvalCase, ...]:
+def read_cases(
+    reader: _Reader, dataset: Path, display: str, pipeline: Pipeline | None = None
+) -> tuple[EvalCase, ...]:
+    """The dataset's cases, each line or row that is not one a problem of `reader`; with
+    a `pipeline`, each input its cases give that it does not declare too (CD802, once
+    at its first use: every case's run would be refused alike)."""
     from converge_dsl._reading import ReadRefused, read_bytes
 
     try:
@@ -100,7 +109,98 @@ def read_cases(reader: _Reader, dataset: Path, display: str) -> tuple[EvalCase, 
                 False,
             )
         )
+    if pipeline is not None:
+        csv_file = dataset.suffix == ".csv"
+        _check_inputs(
+            reader, text=text, csv_file=csv_file, display=display, cases=out, pipeline=pipeline
+        )
     return tuple(out)
+
+
+def _check_inputs(
+    reader: _Reader,
+    *,
+    text: str,
+    csv_file: bool,
+    display: str,
+    cases: Sequence[EvalCase],
+    pipeline: Pipeline,
+) -> None:
+    """A CD802 for each input of `cases` that `pipeline` does not declare, located at its
+    first use: the key in its JSONL line, the `input.X` column of a CSV header."""
+    declared = pipeline.inputs
+    first: dict[str, EvalCase] = {}
+    given: collections.Counter[str] = collections.Counter()
+    for case in cases:
+        for name in case.inputs:
+            if name not in declared:
+                first.setdefault(name, case)
+                given[name] += 1
+    if not first:
+        return
+    lines = text.splitlines()
+    listed = ", ".join(declared) or "none"
+    for name, case in first.items():
+        line = 1 if csv_file else case.line
+        source = lines[line - 1] if line <= len(lines) else ""
+        if csv_file:
+            start = source.find(f"input.{name}")
+            end = start + len(f"input.{name}")
+        else:
+            start, end = _key_at(source, name)
+        column, end = (start + 1, end + 1) if start >= 0 else (1, 1)
+        more = f" and {given[name] - 1:,} more" if given[name] > 1 else ""
+        reader.problems.append(
+            Diagnostic(
+                codes.EVAL_UNKNOWN_NAME,
+                Severity.ERROR,
+                f"pipeline {pipeline.name!r} has no input {name!r}, given by case "
+                f"{case.name!r}{more}",
+                display,
+                line,
+                column,
+                line,
+                end,
+                (),
+                unknown_name_hint(name, declared, f"its inputs: {listed}"),
+            )
+        )
+
+
+def _key_at(line: str, name: str) -> tuple[int, int]:
+    """Where the key `name` of the `inputs` object of the JSONL `line` begins and ends,
+    its quotes included ((-1, -1): not found)."""
+    import json
+
+    decoder, blank = json.JSONDecoder(), re.compile(r"\s*")
+
+    def skip(at: int) -> int:
+        found = blank.match(line, at)
+        return found.end() if found else at
+
+    def members(at: int) -> Iterator[tuple[str, int, int, int]]:  # key, its span, its value
+        at = skip(at)
+        if line[at : at + 1] != "{":
+            return
+        at = skip(at + 1)
+        while line[at : at + 1] == '"':
+            key, after = decoder.raw_decode(line, at)
+            value = skip(skip(after) + 1)  # past the colon
+            yield key, at, after, value
+            at = skip(decoder.raw_decode(line, value)[1])
+            if line[at : at + 1] != ",":
+                return
+            at = skip(at + 1)
+
+    try:
+        for key, _, _, value in members(0):
+            if key == "inputs":
+                for given, start, end, _ in members(value):
+                    if given == name:
+                        return start, end
+    except (ValueError, RecursionError):  # the line was read as JSON: not expected
+        pass
+    return -1, -1
 
 
 _JSONL_LINE = 'a case is {"name": ..., "inputs": {...}, "expected": {...}}'

@@ -4,7 +4,8 @@ Collection: every `*.test.yaml` / `*.test.yml` file pytest walks over becomes
 a `PipelineTestFile` when it says it is one (a `kind: PipelineTest` or
 `apiVersion: converge-dsl/...` line; another tool's `docker-compose.test.yaml`
 is left alone unless named on the command line), one `PipelineTestItem` per case, named
-`file.test.yaml::case name`. A failing case shows the diff `converge-dsl test`
+`file.test.yaml::case name` (escaped so that every case can be selected by its
+node id: `_item_name`). A failing case shows the diff `converge-dsl test`
 prints (located at the expectation's file:line); an invalid test file is a
 collection error showing its located diagnostics. An evaluation file
 (`*.eval.yaml`, `kind: Evaluation`) is one item, `file.eval.yaml::thresholds`,
@@ -72,6 +73,21 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return PipelineTestFile.from_parent(parent, path=file_path)
 
 
+def _item_name(case: str) -> str:
+    """The name of the pytest item of the case named `case`, escaped one to one.
+
+    pytest prints an item's name as it is, one report line each, and a case's name is
+    the user's text (a newline in it could fake a PASSED line): it is shown on one line
+    (`name_on_one_line`). pytest reads `::` in a node id as the start of a child's name,
+    so a colon followed by another is written `\\x3a` (`std::vector` is the item
+    `std\\x3a:vector`, selected as `pytest 'file.test.yaml::std\\x3a:vector'`)."""
+    import re
+
+    from converge_dsl._escapes import name_on_one_line
+
+    return re.sub(":(?=:)", r"\\x3a", name_on_one_line(case))
+
+
 class PipelineTestFailed(AssertionError):
     """A case whose expectations do not hold (its report says which)."""
 
@@ -84,14 +100,11 @@ class PipelineTestFile(pytest.File):
     """A test file: loaded, validated and checked once, its pipelines loaded once."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from converge_dsl._escapes import name_on_one_line
         from converge_dsl.pipetest import read_test_file
 
         test = read_test_file(self.path)
         for case in test.cases:
-            # pytest prints the item's name as it is, one report line each: a case's
-            # name is the user's text (a newline in it could fake a PASSED line)
-            name = name_on_one_line(case.name)
+            name = _item_name(case.name)
             yield PipelineTestItem.from_parent(self, name=name, test=test, case=case)
 
     def repr_failure(  # type: ignore[override]

@@ -23,7 +23,6 @@ import concurrent.futures
 import contextlib
 import logging
 import os
-import shlex
 import shutil
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -34,6 +33,7 @@ from typing import Any, TypeVar
 import anyio
 
 from converge_dsl import codes
+from converge_dsl._escapes import shell_join, shell_word
 from converge_dsl._json_types import JsonObject, JsonValue
 from converge_dsl.frontend import HttpServerSpec, StdioServerSpec, ToolServerSpec
 from converge_dsl.tools._environment import child_environment
@@ -105,6 +105,9 @@ class McpToolServer:
         self._child: Any = None
         self._broken: ToolFailure | None = None
         self._last_fault = ""  # `_fault` once the server's thread has ended
+        self._task: asyncio.Task[None] | None = None  # `_serve`, in the server's loop
+        self._serving = False  # started: `_serve` waits for `_stopped`
+        self._closing = False  # `close` was called: a start in progress gives up
 
     @property
     def name(self) -> str:
@@ -166,7 +169,10 @@ class McpToolServer:
 
     async def _serve(self, ready: concurrent.futures.Future[ServerInfo]) -> None:
         self._stopped = asyncio.Event()
+        self._task = asyncio.current_task()
         try:
+            if self._closing:
+                raise asyncio.CancelledError
             async with AsyncExitStack() as stack:
                 session = await self._connect(stack)
                 try:
@@ -180,7 +186,13 @@ class McpToolServer:
                         hint=self._slow_start(),
                     ) from None
                 ready.set_result(info)
+                self._serving = True
                 await self._stopped.wait()
+        except asyncio.CancelledError:  # `close` while it started: it is stopped, as asked
+            if not ready.done():
+                ready.set_exception(
+                    self._fail(codes.TOOL_SERVER_NOT_STARTED, "was stopped while it started")
+                )
         except ToolFailure as failure:
             if not ready.done():
                 ready.set_exception(failure)
@@ -386,11 +398,16 @@ class McpToolServer:
     # --- close -------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the server (its process group too) and join its thread; idempotent."""
-        loop, stopped, thread = self._loop, self._stopped, self._thread
-        if loop is not None and stopped is not None and not loop.is_closed():
+        """Stop the server (its process group too) and join its thread; idempotent.
+
+        A server still starting is not waited for (its `start_timeout_s` can be long, and
+        a run stopping at its deadline must not): its start is cancelled, which stops
+        its process group as any stop does."""
+        self._closing = True
+        loop, thread = self._loop, self._thread
+        if loop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                loop.call_soon_threadsafe(stopped.set)
+                loop.call_soon_threadsafe(self._stop_serving)
         if thread is not None and thread is not threading.current_thread():
             thread.join(JOIN_TIMEOUT_S)
         if self.child_pid is not None:
@@ -400,6 +417,13 @@ class McpToolServer:
 
             kill_group(self.child_pid, signal.SIGKILL)  # whatever the thread could not stop
         self._session = None
+
+    def _stop_serving(self) -> None:
+        """In the server's loop: end `_serve`, whether it serves or still starts."""
+        if self._serving and self._stopped is not None:
+            self._stopped.set()
+        elif self._task is not None:
+            self._task.cancel()
 
 
 class _HostRefused(Exception):
@@ -434,10 +458,10 @@ def _start_failure(exc: BaseException, spec: ToolServerSpec, base: Path) -> tupl
     leaf, reason = _leaf(exc), _reason(exc)
     if isinstance(spec, StdioServerSpec) and reason == "Connection closed":
         where = base / (spec.cwd or ".")
-        cd = "" if where == Path() else f"cd {shlex.quote(str(where))} && "
+        cd = "" if where == Path() else f"cd {shell_word(str(where))} && "
         return (
             "it exited, or closed its stdout, before answering the MCP handshake",
-            f"run `{cd}{shlex.join(spec.command)}` by hand to see why it stops",
+            f"run `{cd}{shell_join(list(spec.command))}` by hand to see why it stops",
         )
     if not isinstance(spec, HttpServerSpec):
         return reason, None

@@ -9,11 +9,11 @@ ends. `listing(server)` gives the allowed tools as the model is offered them
 counts the call against `budget.max_tool_calls`, and answers `(text, is_error)`:
 a tool's error, a refused or malformed call, a server that failed (its
 `ToolFailure` message and code) are all error text for the model (tool errors
-are soft). A call is bounded by its server's `call_timeout_s` and by what is
-left of the run's deadline (`budget.max_wall_s`), whichever comes first; one cut
-at the deadline stops its server like a call timeout. Every result is redacted
-of the values the run hands its servers (passed variables, header values)
-before the model sees it.
+are soft). A server's start and a call are bounded by its `start_timeout_s` and
+`call_timeout_s` and by what is left of the run's deadline (`budget.max_wall_s`),
+whichever comes first; one cut at the deadline stops its server like a timeout.
+Every result is redacted of the values the run hands its servers (passed
+variables, header values) before the model sees it.
 
 A server the lock records as declared (`locked`, the same transport identity)
 is a `LockedToolServer` (unless a cassette's replay stands in for it: the replay
@@ -137,9 +137,36 @@ class RunTools:
                     # calls take it for a stall and answer out of the recorded order.
                     info = instance.start()
                 else:
-                    info = await asyncio.to_thread(instance.start)
+                    info = await self._start(server, instance)
                 self._infos[server] = info
         return info
+
+    async def _start(self, server: str, instance: ToolServer) -> ServerInfo:
+        """The server started, the wait cut at the run's deadline when that comes before
+        its own `start_timeout_s`; a start cut there stops the server (its process group
+        with it), so the run stops on time."""
+        remaining = self._remaining()
+        if remaining is None or remaining >= ServerLimits.of(self.specs[server]).start_timeout_s:
+            return await asyncio.to_thread(instance.start)
+        try:
+            async with asyncio.timeout(remaining):
+                return await asyncio.to_thread(instance.start)
+        except TimeoutError:
+            await asyncio.to_thread(instance.close)
+            raise ToolFailure(
+                codes.TOOL_SERVER_NOT_STARTED,
+                server,
+                f"tool server {server!r}: the run's deadline (budget.max_wall_s) passed while "
+                "it started; the server was stopped",
+                hint="raise budget.max_wall_s, or find why the server is slow to start",
+            ) from None
+
+    def _remaining(self) -> float | None:
+        """What is left of the run's deadline on its clock (None: no time budget)."""
+        deadline = None if self.deadline is None else self.deadline()
+        if deadline is None or self.clock is None:
+            return None
+        return max(0.0, deadline - self.clock.monotonic())
 
     def _server(self, server: str) -> ToolServer:
         spec = self.specs[server]
@@ -291,10 +318,7 @@ class RunTools:
         """The call, cut at the run's deadline when that comes before the server's own
         `call_timeout_s`; a call cut there stops its server (the run stops on time)."""
         instance = self.servers[server]
-        remaining = None
-        deadline = None if self.deadline is None else self.deadline()
-        if deadline is not None and self.clock is not None:
-            remaining = max(0.0, deadline - self.clock.monotonic())
+        remaining = self._remaining()
         limit = ServerLimits.of(self.specs[server]).call_timeout_s
         if remaining is None or remaining >= limit:
             return await instance.call(tool, arguments)

@@ -219,11 +219,14 @@ def test_a_case_s_run_error_names_its_place_on_one_line() -> None:
 
 
 def test_a_case_whose_run_never_started_fails_the_evaluation_naming_why(tmp_path: Path) -> None:
-    # A case giving an input the pipeline lacks stopped with `usage_error`: it scored 0
-    # with no word of why, and an evaluation without thresholds passed.
+    # A case missing a required input stopped with `usage_error`: it scored 0 with no
+    # word of why, and an evaluation without thresholds passed. (An input the pipeline
+    # lacks is refused before any case runs, CD802.)
     for name in ("classify.yaml", "classify.script.yaml"):
         shutil.copy(EVAL / name, tmp_path / name)
-    (tmp_path / "cases.jsonl").write_text('{"name": "a", "inputs": {"nope": "x"}}\n')
+    pipeline = tmp_path / "classify.yaml"
+    pipeline.write_text(pipeline.read_text().replace("text}", "text, required: true}"))
+    (tmp_path / "cases.jsonl").write_text('{"name": "a", "inputs": {}}\n')
     (tmp_path / "e.eval.yaml").write_text(
         "apiVersion: converge-dsl/v1\nkind: Evaluation\npipeline: classify.yaml\n"
         "dataset: cases.jsonl\nmetrics:\n  - name: converged\n"
@@ -231,7 +234,7 @@ def test_a_case_whose_run_never_started_fails_the_evaluation_naming_why(tmp_path
     )
     code, out, _ = cli("eval", tmp_path / "e.eval.yaml")
     assert code == 1
-    assert "errors: 1 case(s) stopped with an error:\n  a: CD338: unknown input 'nope'" in out
+    assert "errors: 1 case(s) stopped with an error:\n  a: CD338: input 'ticket' is required" in out
     assert out.endswith("overall: 0.000: FAILED\n")
 
 

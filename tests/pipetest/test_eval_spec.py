@@ -11,7 +11,7 @@ from converge_dsl import codes
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.pipetest._eval_spec import read_eval_file
 
-from .conftest import ROOT, cli
+from .conftest import ROOT, cli, expected
 
 _EVAL = """\
 apiVersion: converge-dsl/v1
@@ -334,3 +334,43 @@ def test_a_dataset_line_nested_too_deeply_is_located_at_its_line(tmp_path: Path)
     csv = f"name,input.service,expected.top,expected.causes\nc1,{cell},a,[]\n"
     loaded = read_eval_file(_folder(tmp_path, "cases.csv", csv))
     assert loaded.cases[0].inputs == {"service": cell}
+
+
+_UNKNOWN_INPUT = (
+    '{"name": "a", "inputs": {"service": "checkout"}, "expected": {"top": "x", "causes": []}}\n'
+    '{"name": "b", "expected": {"servce": 1},'
+    ' "inputs": {"service": {"servce": 1}, "servce": "x"}}\n'
+    '{"name": "c", "inputs": {"servce": "y", "region": "eu"}}\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("dataset", "text", "output"),
+    [
+        ("cases.jsonl", _UNKNOWN_INPUT, "eval-unknown-input.txt"),
+        (
+            "cases.csv",
+            "name,expected.top,input.servce,expected.causes\nc1,a,x,[]\nc2,b,y,[]\n",
+            "eval-unknown-csv.txt",
+        ),
+    ],
+)
+def test_an_input_the_pipeline_does_not_declare_is_one_error_before_any_case_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dataset: str, text: str, output: str
+) -> None:
+    # Every case ran and failed alike ("CD338: unknown input 'servce'"), once a case.
+    _folder(tmp_path, dataset, text)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("eval", "incident.eval.yaml")
+    assert (code, out) == (2, "")
+    assert err == expected(output, err)
+    assert cli("validate", "incident.eval.yaml")[0] == 2
+
+
+def test_an_evaluation_of_refusals_may_give_inputs_the_pipeline_does_not_declare(
+    tmp_path: Path,
+) -> None:
+    # Its cases are meant to be refused: the check before any case runs leaves them be.
+    path = _folder(tmp_path, "cases.jsonl", _UNKNOWN_INPUT)
+    path.write_text(path.read_text().replace("equals: converged", "equals: usage_error"))
+    assert [c.name for c in read_eval_file(path).cases] == ["a", "b", "c"]

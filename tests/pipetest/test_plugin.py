@@ -36,6 +36,24 @@ def _copy_example(folder: Path, name: str) -> None:
         shutil.copy(PIPELINES / f"{name}{suffix}", folder / f"{name}{suffix}")
 
 
+def _example_named(folder: Path, *names: str) -> None:
+    """The incident-triage example in `folder`, its three cases named `names` (YAML)."""
+    _copy_example(folder, "incident-triage")
+    test_file = folder / "incident-triage.test.yaml"
+    text = test_file.read_text()
+    for old, new in zip(
+        (
+            "a bad deploy is rolled back first",
+            "the paging service names the signals and the rollback",
+            "without the bad-deploy hypothesis there is no rollback",
+        ),
+        names,
+        strict=True,
+    ):
+        text = text.replace(old, new)
+    test_file.write_text(text)
+
+
 def test_each_case_is_an_item_named_after_the_file_and_case(tmp_path: Path) -> None:
     _copy_example(tmp_path, "incident-triage")
     done = _pytest(tmp_path, "-v")
@@ -59,20 +77,29 @@ def test_a_case_name_with_control_characters_is_an_item_named_escaped(tmp_path: 
 def test_case_names_are_items_on_one_line_each_and_never_alike(tmp_path: Path) -> None:
     # Newline and tab were kept (a name could print a PASSED line of its own), and
     # "dup\e" (an ESC) and 'dup\x1b' (its escape's text) were items of one name.
-    _copy_example(tmp_path, "incident-triage")
-    test_file = tmp_path / "incident-triage.test.yaml"
-    text = test_file.read_text()
-    for old, new in (
-        ("a bad deploy is rolled back first", '"x PASSED\\nfake::y\\tz"'),
-        ("the paging service names the signals and the rollback", '"dup\\e"'),
-        ("without the bad-deploy hypothesis there is no rollback", "'dup\\x1b'"),
-    ):
-        text = text.replace(old, new)
-    test_file.write_text(text)
+    _example_named(tmp_path, '"x PASSED\\nfake::y\\tz"', '"dup\\e"', "'dup\\x1b'")
     done = _pytest(tmp_path, "--collect-only", "-q")
     assert done.returncode == 0, done.stdout + done.stderr
     names = [line.split("::", 1)[1] for line in done.stdout.splitlines() if "::" in line]
-    assert names == ["x PASSED\\nfake::y\\tz", "dup\\x1b", "dup\\\\x1b"]
+    assert names == ["x PASSED\\nfake\\x3a:y\\tz", "dup\\x1b", "dup\\\\x1b"]
+
+
+def test_a_case_name_holding_double_colons_can_be_selected_by_its_node_id(
+    tmp_path: Path,
+) -> None:
+    # `pytest 'file.test.yaml::a::b'` read "b" as an item inside an item "a": "not found".
+    _example_named(tmp_path, '"std::vector"', '"a:::b"', '"std\\\\x3a:vector"')
+    listed = _pytest(tmp_path, "--collect-only", "-q")
+    ids = [line for line in listed.stdout.splitlines() if "::" in line]
+    assert [node.split("::", 1)[1] for node in ids] == [
+        "std\\x3a:vector",
+        "a\\x3a\\x3a:b",
+        "std\\\\x3a:vector",
+    ]
+    for node in ids:
+        done = _pytest(tmp_path, "-q", "--color=no", node)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.splitlines()[-1].startswith("1 passed"), done.stdout
 
 
 def test_an_invalid_test_file_is_a_collection_error_with_its_diagnostics(tmp_path: Path) -> None:

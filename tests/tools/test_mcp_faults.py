@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import http.server
+import io
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -196,6 +198,25 @@ def test_a_server_that_exits_at_start_names_the_command_to_run_by_hand(tmp_path:
     )
 
 
+def test_the_command_to_run_by_hand_pastes_as_it_is(tmp_path: Path) -> None:
+    # It was quoted with `shlex.quote`: the newline of the program's text split the
+    # pasted line in two, and the folder's byte that is not UTF-8 could not be shown.
+    base = tmp_path / "pipe\udcffé"
+    os.mkdir(base)
+    spec = StdioServerSpec(
+        name="quits", command=(sys.executable, "-c", "x = 'a'\npass"), allow=("echo",)
+    )
+    with pytest.raises(ToolFailure) as caught:
+        McpToolServer(spec, base, PARENT).start()
+    assert caught.value.hint == (
+        f"run `cd $'{tmp_path}/pipe\\xffé' && {sys.executable} -c $'x = \\'a\\'\\x0apass'` "
+        "by hand to see why it stops"
+    )
+    pasted = caught.value.hint.split("`")[1].replace(" && ", " && printf '%s\\0' ")
+    words = subprocess.run(["bash", "-c", pasted], capture_output=True, check=True).stdout
+    assert words.split(b"\0")[:-1] == [os.fsencode(word) for word in spec.command]
+
+
 def test_a_server_that_lists_a_tool_twice_does_not_start(tmp_path: Path) -> None:
     # It started: the first of the two answered the checks, both were offered to the model.
     spec = StdioServerSpec(name="raw", command=(sys.executable, str(RAW), "twice"), allow=("echo",))
@@ -287,3 +308,34 @@ def test_a_command_naming_a_folder_says_so(tmp_path: Path) -> None:
         McpToolServer(spec, tmp_path, PARENT).start()
     assert caught.value.message == "tool server 'dir': program './tools' is a folder, not a program"
     assert caught.value.hint == "name the program inside it in `command`"
+
+
+def _errors_page_example(server: str) -> str:
+    """The CD963 example of docs/errors.md for the server named `server`."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "errors.md").read_text()
+    section = page.split("\n## CD963\n", 1)[1].split("\n## ", 1)[0]
+    start = f"```text\nerror[CD963]: tool server '{server}':"
+    return section.split(start, 1)[1].split("```", 1)[0].join((start[8:], ""))
+
+
+@pytest.mark.parametrize("transport", ["stdio", "url"])
+def test_the_errors_page_shows_what_lock_prints_of_a_server_that_never_answers(
+    tmp_path: Path, transport: str
+) -> None:
+    # The page showed the stdio server's failure only, with a hint line of another form.
+    from converge_dsl.cli import run
+
+    with _broken_http("silent", call_timeout_s=5, start_timeout_s=1) as http:
+        name, declared = ("mute", 'command: [sleep, "60"]')
+        if transport == "url":
+            name, declared = ("kb", f"url: {http.url}\n    hosts: [127.0.0.1]")
+        (tmp_path / "p.yaml").write_text(
+            "apiVersion: converge-dsl/v1\nkind: Pipeline\nname: p\n"
+            f"tools:\n  {name}:\n    {declared}\n    allow: [search]\n    start_timeout_s: 1\n"
+            "seeds: [{id: go, content: go}]\n"
+        )
+        out, err = io.StringIO(), io.StringIO()
+        code = run(["lock", str(tmp_path / "p.yaml")], out, err)
+    assert code == 1
+    shown = _errors_page_example(name).replace("http://127.0.0.1:8931/mcp", http.url)
+    assert err.getvalue() == shown

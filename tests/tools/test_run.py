@@ -16,6 +16,7 @@ from typing import Any
 
 from converge_dsl.cli import run
 from converge_dsl.clock import FakeClock
+from converge_dsl.frontend import StdioServerSpec
 from converge_dsl.tools import McpToolServer, RunTools
 
 from ._servers import FIXTURE, stdio_fixture
@@ -63,7 +64,7 @@ def test_a_call_is_cut_at_the_deadline_before_its_own_timeout(tmp_path: Path) ->
     marker = tmp_path / "cut-marker"
     spec = stdio_fixture(marker=marker, call_timeout_s=120)
     clock = FakeClock()
-    deadline = clock.monotonic() + 1.0
+    deadline: list[float | None] = [None]  # set once started: a start is cut at it too
     made: list[McpToolServer] = []
 
     def factory(*args: object) -> McpToolServer:
@@ -71,8 +72,10 @@ def test_a_call_is_cut_at_the_deadline_before_its_own_timeout(tmp_path: Path) ->
         return made[-1]
 
     tools = RunTools(
-        {"fixture": spec}, tmp_path, factory=factory, clock=clock, deadline=lambda: deadline
+        {"fixture": spec}, tmp_path, factory=factory, clock=clock, deadline=lambda: deadline[0]
     )
+    asyncio.run(tools.started("fixture"))
+    deadline[0] = clock.monotonic() + 1.0
     try:
         text, is_error = asyncio.run(tools.call("wait", 1, "fixture", "hang", {}))
     finally:
@@ -81,6 +84,65 @@ def test_a_call_is_cut_at_the_deadline_before_its_own_timeout(tmp_path: Path) ->
     assert text.startswith("CD964: tool server 'fixture': the run's deadline")
     assert "the server was stopped" in text
     assert _running_with(str(marker)) == []
+
+
+SLOW_START = Path(__file__).resolve().parent / "slow_start_server.py"
+
+
+def test_a_run_that_reaches_its_deadline_while_a_server_starts_stops_on_time(
+    tmp_path: Path,
+) -> None:
+    # The start waited its start_timeout_s (10 s) past max_wall_s: 1, then the run ended
+    # with time_budget_exhausted about ten seconds late.
+    import time
+
+    from mcp import ClientSession  # noqa: F401 (imported as a run would: not timed)
+
+    marker = str(tmp_path / "slow-start-marker")
+    pipeline = tmp_path / "slow.yaml"
+    command = json.dumps([sys.executable, str(SLOW_START), marker])
+    pipeline.write_text(
+        PIPELINE.replace('{python}, {fixture}, stdio, "0", {marker}', command[1:-1])
+        .replace("max_wall_s: 3", "max_wall_s: 1")
+        .replace("[hang]", "[echo]")
+        .replace("mcp:fixture/hang", "mcp:fixture/echo")
+        .replace("{{", "{")
+        .replace("}}", "}")
+    )
+    out, err = io.StringIO(), io.StringIO()
+    began = time.monotonic()
+    code = run(["run", str(pipeline), "--format", "json"], out, err)
+    took = time.monotonic() - began
+    assert json.loads(out.getvalue())["stop_reason"] == "time_budget_exhausted", err.getvalue()
+    assert code != 0
+    assert took < 2.0  # ~1 s; room for a loaded machine, none for the start's 10 s
+    assert _running_with(marker) == []
+
+
+def test_a_start_is_cut_at_the_deadline_before_its_own_timeout(tmp_path: Path) -> None:
+    """Without the engine watching: the tools' own bound stops the start and the server."""
+    import time
+
+    marker = str(tmp_path / "cut-start-marker")
+    spec = StdioServerSpec(
+        name="slow", command=(sys.executable, str(SLOW_START), marker), allow=("echo",)
+    )
+    clock = FakeClock()
+    deadline = clock.monotonic() + 0.5
+    tools = RunTools({"slow": spec}, tmp_path, clock=clock, deadline=lambda: deadline)
+    began = time.monotonic()
+    try:
+        text, is_error = asyncio.run(tools.call("wait", 1, "slow", "echo", {}))
+    finally:
+        tools.close()
+    assert time.monotonic() - began < 5  # its start_timeout_s is 10
+    assert (text, is_error) == (
+        "CD963: tool server 'slow': the run's deadline (budget.max_wall_s) passed while it "
+        "started; the server was stopped (hint: raise budget.max_wall_s, or find why the "
+        "server is slow to start)",
+        True,
+    )
+    assert _running_with(marker) == []
 
 
 def test_a_tools_input_schema_is_made_a_validator_once_for_all_its_calls(
