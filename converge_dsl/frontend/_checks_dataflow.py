@@ -34,15 +34,14 @@ it says nothing.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
 from converge_dsl import codes
-from converge_dsl._escapes import UNSHOWN
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan, did_you_mean
 from converge_dsl.frontend._dataflow import KeyRead, read_span, reads, stop_guards, word_span
 from converge_dsl.frontend._facts import PipelineFacts
+from converge_dsl.frontend._jinja_strings import spellings
 from converge_dsl.frontend._kinds import SuggestorSpec, TemplateSite
 from converge_dsl.frontend.document import LoadedDocument
 
@@ -171,35 +170,28 @@ def _unknown(
         hint=f"did you mean {guess!r}?" if guess else f"declare it: keys: [{{name: {key}}}]",
         severity=Severity.ERROR,
     )
-    unshown = re.findall(UNSHOWN, str(key))
+    unshown = [char for char in dict.fromkeys(str(key)) if not char.isprintable()]
     span = diagnostic.span
     if not unshown or span is None or span.line != span.end_line:
         return diagnostic
+    location = doc.source_map.get(site.path)
     written = doc.line(span.line)[span.column - 1 : span.end_column - 1]
-    spelled = "; ".join(_spelled(char, written) for char in dict.fromkeys(unshown))
+    sources: dict[str, dict[str, None]] = {}  # character -> the texts that write it
+    for char, source in spellings(written, None if location is None else location.style):
+        sources.setdefault(char, {})[source] = None
+    spelled = "; ".join(_spelled(char, list(sources.get(char, ()))) for char in unshown)
     return diagnostic._replace(message=f"{diagnostic.message} ({spelled})")
 
 
-# An escape of a double-quoted YAML scalar: one by the character's number, one by a letter,
-# or any other (`\\`, `\"`), taken whole so that `\\e` is not read as `\e`.
-_ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.DOTALL)
-_NAMED_ESCAPES = dict(zip("0abtnvfreN_LP", "\0\a\b\t\n\v\f\r\x1b\x85\xa0\u2028\u2029", strict=True))
-
-
-def _spelled(char: str, written: str) -> str:
-    """How the file writes `char`, a character a terminal would act on (a bidi control, a
-    control character), in `written`, the key's source text: every spelling found, the
-    character itself (which the message and the excerpt show escaped, `\\u202e`, and an
-    editor may not show at all) and each escape of it (`\\u202E`, `\\x85`, `\\N`), which
-    the user can search for."""
-    escapes = [
-        escape
-        for escape in dict.fromkeys(_ESCAPE.findall(written))
-        if (_NAMED_ESCAPES.get(escape[1:]) if len(escape) == 2 else chr(int(escape[2:], 16)))
-        == char
-    ]
+def _spelled(char: str, sources: list[str]) -> str:
+    """How the file writes `char`, a character the message shows escaped (a bidi or
+    control character, a line or paragraph separator, a no-break space...), given the
+    `sources` that write it in the key's source text: the character itself (which the
+    excerpt shows escaped, `\\u202e`, and an editor may not show at all) and each escape
+    of it (`\\u202E`, `\\x85`, `\\N`, `\\L`, `\\\\x1b`), which the user can search for."""
+    escapes = [source for source in sources if source != char]
     itself = []
-    if char in written:
+    if char in sources:
         hidden = " (invisible in most editors)" if escapes else ", invisible in most editors"
         itself = [f"the character itself{hidden}"]
     return f"U+{ord(char):04X} is written as {' and as '.join(itself + escapes) or 'an escape'}"

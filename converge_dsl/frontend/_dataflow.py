@@ -382,30 +382,29 @@ def _pattern(read: KeyRead) -> re.Pattern[str]:
             "get": r"\s*\.\s*get\s*\((?!\s*['\"])",
         }[read.style]
         return re.compile(via + tail)
-    key = re.escape(read.key)
-    if read.style == ".":
-        return re.compile(rf"{via}\s*\.\s*(?P<key>{key})(?!\w)")
-    return re.compile(rf"{via}{_OPENERS[read.style]}\s*(?P<q>['\"])(?P<key>{key})(?P=q)")
+    return re.compile(rf"{via}\s*\.\s*(?P<key>{re.escape(read.key)})(?!\w)")
 
 
 def read_span(
     doc: LoadedDocument, path: JsonPath, text: str, read: KeyRead, nth: int = 0
 ) -> SourceSpan:
     """Where the `nth` (0-based) read like `read` of the template at `path` is, in the file:
-    the key's characters inside the string (the function or namespace for a key named at
-    run time), mapped through the source map; the template's first line if not found."""
-    spans = [m.span("via" if read.key is None else "key") for m in _pattern(read).finditer(text)]
-    if read.key is not None and read.style != ".":
-        spans.extend(_joined_spans(text, read))
-        spans.sort()
+    the key's characters inside the string (the joined literals of a joined key, the
+    function or namespace for a key named at run time), mapped through the source map; the
+    template's first line if not found."""
+    if read.key is None or read.style == ".":
+        group = "via" if read.key is None else "key"
+        spans = [match.span(group) for match in _pattern(read).finditer(text)]
+    else:
+        spans = _literal_spans(text, read)
     if not spans:
         return doc.template_span(path, None)
     return doc.text_span(path, text, *spans[min(nth, len(spans) - 1)])
 
 
-def _joined_spans(text: str, read: KeyRead) -> list[tuple[int, int]]:
-    """Where `read`'s key is written as literals joined by `~` or `+`, from the first quote
-    to the last."""
+def _literal_spans(text: str, read: KeyRead) -> list[tuple[int, int]]:
+    """Where `read`'s key is written as the string literal (or literals joined by `~` or
+    `+`) that is the whole argument, escapes read as Jinja reads them."""
     found = []
     for match in re.finditer(rf"(?<![\w.]){read.via}{_OPENERS[read.style]}", text):
         span = _joined_keys.span(text, match.end(), str(read.key))

@@ -8,8 +8,9 @@ literals are joined here, and only within hard bounds (`MAX_PARTS` literals,
 the analysis slow or large; beyond them the key is named at run time, as any
 other computed key is.
 
-`span(text, start, key)` finds such an argument in a template's text (for
-the diagnostic's caret): from just after the call's `(` or the item's `[`.
+`span(text, start, key)` finds a key's argument in a template's text (for the
+diagnostic's caret), one literal or joined ones, escapes read as Jinja reads
+them: from just after the call's `(` or the item's `[`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from converge_dsl.frontend._jinja_strings import LITERAL, unescape
 from converge_dsl.frontend._mininodes import Slot
 
 MAX_PARTS = 32
@@ -78,16 +80,15 @@ def join(found: Parts, literals: tuple[object, ...]) -> str | None:
     return "".join(texts)
 
 
-_PIECE = re.compile(
-    r"""\s*(?:(?P<text>'[^'\\]*'|"[^"\\]*")|(?P<op>[~+])|(?P<open>\()|(?P<close>[)\],]))"""
-)
+_PIECE = re.compile(rf"\s*(?:(?P<text>{LITERAL})|(?P<op>[~+])|(?P<open>\()|(?P<close>[)\],]))")
 
 
 def span(text: str, start: int, key: str) -> tuple[int, int] | None:
-    """(start, end) in `text` of the literals joined by `~` and `+` that begin at `start`
-    and stop at the argument's end (a `)`, `]` or `,` outside their parentheses), from
-    the first quote to the last, when they join into `key`; else None."""
-    texts: list[str] = []
+    """(start, end) in `text` of the argument that begins at `start` when it is string
+    literals (one, or joined by `~` and `+`) that make `key` and nothing else, up to the
+    argument's end (a `)`, `]` or `,` outside their parentheses): one literal's characters
+    inside its quotes, or the joined literals from the first quote to the last; else None."""
+    values: list[str] = []
     first = last = -1
     depth = 0
     position = start
@@ -96,14 +97,22 @@ def span(text: str, start: int, key: str) -> tuple[int, int] | None:
         if match is None:
             return None
         position = match.end()
-        if match["text"] is not None:
-            texts.append(match["text"][1:-1])
+        literal = match["text"]
+        if literal is not None:
+            value = unescape(literal)
+            if value is None:
+                return None
+            values.append(value)
             first = match.start("text") if first < 0 else first
             last = position
         elif match["open"] is not None:
             depth += 1
         elif match["close"] is not None:
             if depth == 0 or match["close"] != ")":
-                return (first, last) if len(texts) > 1 and "".join(texts) == key else None
+                break
             depth -= 1
-    return None
+    else:
+        return None
+    if not values or "".join(values) != key:
+        return None
+    return (first + 1, last - 1) if len(values) == 1 else (first, last)
