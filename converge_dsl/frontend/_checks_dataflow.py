@@ -16,6 +16,9 @@ held against what the pipeline declares and what its suggestors write:
     `evaluations`) and a key its `when` reads only as a stop (`not has('risks')`,
     `count('risks') < 3`: facts only grow, so a re-run could only turn it off;
     `_dataflow.stop_guards`). `dependencies: auto` cannot drift.
+- `refused_ids`: a literal fact id (a seed's, a rule's emit) that cannot name a fact
+  (`converge_dsl._fact_ids`: a NUL byte, a control or hidden character, a `..`
+  segment between slashes), which the run's gate would reject (CD272).
 - `same_id_other_content`: two emits (seeds, rule emits, pipeline seeds) with one
   literal id into one key and other literal content or constant data: whichever
   comes second is a conflict that stops the run (CD256).
@@ -312,6 +315,32 @@ def _emits(facts: PipelineFacts) -> Iterator[tuple[str, JsonPath, str, str, str,
 
                 value = constant(site.value, _UNKNOWN)
             yield spec.name, proposal.path, proposal.key, item_id, content, value
+
+
+def refused_ids(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """A literal fact id the run's gate would refuse (CD272): a pipeline seed's id as
+    written (the run does not render it), a seed suggestor's or a rule emit's as its
+    template renders when it is constant."""
+    from converge_dsl._fact_ids import id_problem
+
+    ids: list[tuple[JsonPath, object]] = [
+        (("seeds", index, "id"), seed.get("id"))
+        for index, seed in enumerate(facts.data.get("seeds") or ())
+    ]
+    for spec in facts.specs:
+        ids.extend(((*p.path, "id"), _literal(p.id)) for p in spec.proposal_specs())
+    for path, item_id in ids:
+        problem = id_problem(item_id) if isinstance(item_id, str) else None
+        if problem is not None:
+            hint = "write an id of visible characters, with no '..' path segment"
+            if str(item_id).endswith("\n"):
+                hint += " (a block scalar `|` keeps its last line break; `|-` drops it)"
+            yield facts.error(
+                codes.FACT_ID_REFUSED,
+                f"fact id {item_id!r} {problem}: the run's gate would reject it",
+                path,
+                hint=hint,
+            )
 
 
 def same_id_other_content(facts: PipelineFacts) -> Iterator[Diagnostic]:
