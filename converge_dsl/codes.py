@@ -114,6 +114,7 @@ PACK_TOOL_OUTSIDE = "CD268"  # a pack's stdio tool server's cwd or program leave
 PACK_TOOL_UNTRUSTED = "CD269"  # a pipeline uses a pack's tool server it does not trust
 PACK_TOOL_UNKNOWN = "CD270"  # mcp:PACK/SERVER/... or trust: names a pack server that is not there
 TOOL_OFFLINE_UNLOCKED = "CD271"  # --offline and a tool server the lock does not pin (none started)
+FACT_ID_REFUSED = "CD272"  # a literal fact id with a NUL, control or hidden character, or '..'
 
 # --- CD3xx semantic warnings ------------------------------------------------------
 NEVER_RUNS = "CD300"  # nothing can produce any of a suggestor's dependencies

@@ -279,9 +279,14 @@ def _summarizer(
             max_input_chars=int(numbers["max_input_chars"]),
             timeout_s=float(numbers["timeout_s"]),
             expected_summary_bytes=int(numbers["expected_summary_bytes"]),
-            cost_floor_multiple=float(numbers["cost_floor_multiple"]),
+            cost_floor_multiple=_number(numbers["cost_floor_multiple"]),
         ),
     )
+
+
+def _number(value: Any) -> float:
+    """A number of the (schema-valid) pipeline: an integer stays one, with all its digits."""
+    return value if isinstance(value, int) else float(value)
 
 
 def _tool_choice(path: JsonPath, raw: object) -> AgentToolChoice | None:

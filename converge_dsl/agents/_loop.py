@@ -103,7 +103,7 @@ def _refusal_detail(reason: str, calls: int, chars: int, budget: SummaryBudget) 
         return f"span of {chars} chars > max_input_chars {budget.max_input_chars}"
     return (
         f"span of {chars} chars < expected_summary_bytes {budget.expected_summary_bytes} x "
-        f"cost_floor_multiple {budget.cost_floor_multiple:g} = {budget.floor_chars:g}"
+        f"cost_floor_multiple {budget.multiple_text} = {budget.floor_text}"
     )
 
 

@@ -8,7 +8,12 @@ the turn loop, the engine or the models (docs/architecture.md §9).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from converge_dsl._record import Record
+
+if TYPE_CHECKING:
+    from decimal import Decimal
 
 
 class SummaryBudget(Record):
@@ -50,13 +55,48 @@ class SummaryBudget(Record):
         return None
 
     def never_calls(self) -> str | None:
-        """The arithmetic showing no span can ever be summarised, if that is so."""
+        """The arithmetic showing no span can ever be summarised, if that is so: exact, so a
+        number near the 64-bit limit is shown as written, digit for digit."""
         if self.max_calls <= 0:
             return f"max_calls is {self.max_calls}"
-        if self.floor_chars > self.max_input_chars:
+        floor = self._exact_floor()
+        if floor is None or floor > self.max_input_chars:
             return (
                 f"expected_summary_bytes {self.expected_summary_bytes} x cost_floor_multiple "
-                f"{self.cost_floor_multiple:g} = {self.floor_chars:g} > max_input_chars "
+                f"{self.multiple_text} = {self.floor_text} > max_input_chars "
                 f"{self.max_input_chars}"
             )
         return None
+
+    @property
+    def multiple_text(self) -> str:
+        """`cost_floor_multiple` as written (`4`, `1.5`, `1.0000001`): `:g` when that is exact."""
+        multiple = self.cost_floor_multiple
+        if isinstance(multiple, int):
+            return str(multiple)
+        short = format(multiple, "g")
+        return short if float(short) == multiple else repr(multiple)
+
+    @property
+    def floor_text(self) -> str:
+        """`floor_chars`, exactly (`9223372036854775807`, `2.5`)."""
+        floor = self._exact_floor()
+        if floor is None:
+            return format(self.floor_chars, "g")
+        if floor == floor.to_integral_value():
+            text = str(int(floor))
+            return text if len(text) <= 40 else str(floor.normalize())
+        return format(floor.normalize(), "f")
+
+    def _exact_floor(self) -> Decimal | None:
+        """expected_summary_bytes x cost_floor_multiple in exact decimal arithmetic (the
+        multiple as its shortest text, which is what was written); None if not finite."""
+        from decimal import Decimal, localcontext
+
+        multiple = self.cost_floor_multiple
+        written = Decimal(multiple if isinstance(multiple, int) else repr(multiple))
+        if not written.is_finite():
+            return None
+        with localcontext() as exact:
+            exact.prec = 100  # 19 digits times 17: every product is exact
+            return Decimal(self.expected_summary_bytes) * written

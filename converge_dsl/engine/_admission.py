@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any, NoReturn
 
 from converge_dsl import codes
+from converge_dsl._fact_ids import shown_id
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine import events as ev
 from converge_dsl.engine._data import held_text, same_fact
@@ -377,20 +378,21 @@ class Admission:
         )
 
     def _reject(self, name: str, proposal: ProposedFact, reason: str, cycle: int) -> None:
+        fact_id = shown_id(proposal.id)  # a refused id is not carried on as it is
         if self._log.enabled:
             fields = {
                 "cycle": cycle,
                 "suggestor": name,
                 "key": proposal.key,
-                "id": proposal.id,
+                "id": fact_id,
                 "reason": reason,
             }
             self._log.emit(from_fields(ev.ProposalRejected, fields))
         self.engine_fact(
-            f"validation:rejected:{proposal.id}",
-            f"{proposal.key}/{proposal.id} from {name} rejected: {reason}",
+            f"validation:rejected:{fact_id}",
+            f"{proposal.key}/{fact_id} from {name} rejected: {reason}",
             {
-                "proposal": proposal.id,
+                "proposal": fact_id,
                 "key": str(proposal.key),
                 "suggestor": name,
                 "reason": reason,

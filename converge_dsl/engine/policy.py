@@ -1,11 +1,13 @@
 """The promotion gate: which proposals become facts, which are rejected, which wait for a human.
 
 Automatic checks run in this order and the first failure is the reason:
-blank id; blank content (when there is no data); data that is not JSON;
-size (content plus the canonical JSON of data, against `max_content_length`);
-the key's schema (`key_schemas`, JSON Schema draft 2020-12, checked against
-the data, `None` as null); forbidden terms (case-insensitive, in content and
-data); confidence below `min_confidence`. A proposal that passes them waits
+blank id; an id that cannot name a fact (`converge_dsl._fact_ids`: a NUL byte,
+a control or hidden character, a `..` segment between slashes); blank content
+(when there is no data); data that is not JSON; size (content plus the
+canonical JSON of data, against `max_content_length`); the key's schema
+(`key_schemas`, JSON Schema draft 2020-12, checked against the data, `None` as
+null); forbidden terms (case-insensitive, in content and data); confidence
+below `min_confidence`. A proposal that passes them waits
 for a human when its key is in `gated_keys` or its confidence is at or below
 `confidence_threshold`. (Empty provenance is not a rejection but a kernel
 error; the engine checks it before the gate.) A proposal that carries
@@ -19,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from converge_dsl._fact_ids import id_problem
 from converge_dsl._json_types import JsonSchema
 from converge_dsl.engine._data import KeySchemas, json_problem
 from converge_dsl.engine.types import FrozenDict, ProposedFact, canonical_json, freeze_json
@@ -66,6 +69,9 @@ class PromotionGate:
         policy = self._policy
         if not proposal.id.strip():
             return "blank id"
+        problem = id_problem(proposal.id)
+        if problem is not None:
+            return f"id {proposal.id!r} {problem}"
         text, data = proposal.content, proposal.data
         evidence = getattr(proposal, "checked", None)  # unset in an unpickled proposal
         if evidence is not None and not self._schemas.vouched(proposal.key, evidence):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
 
+from converge_dsl._fact_ids import shown_id
 from converge_dsl.clock import Clock, FakeClock, SystemClock
 from converge_dsl.engine.reference import SuggestorBase
 from converge_dsl.engine.types import AgentEffect, ContextView, ProposedFact, Provenance
@@ -51,7 +52,7 @@ class TickClock(FakeClock):
 def _missing(ctx: ContextView, proposals: Iterable[ProposedFact]) -> bool:
     return any(
         ctx.fact(p.key, p.id) is None
-        and ctx.fact("diagnostic", f"validation:rejected:{p.id}") is None
+        and ctx.fact("diagnostic", f"validation:rejected:{shown_id(p.id)}") is None
         for p in proposals
     )
 

@@ -16,6 +16,9 @@ held against what the pipeline declares and what its suggestors write:
     `evaluations`) and a key its `when` reads only as a stop (`not has('risks')`,
     `count('risks') < 3`: facts only grow, so a re-run could only turn it off;
     `_dataflow.stop_guards`). `dependencies: auto` cannot drift.
+- `refused_ids`: a literal fact id (a seed's, a rule's emit) that cannot name a fact
+  (`converge_dsl._fact_ids`: a NUL byte, a control or hidden character, a `..`
+  segment between slashes), which the run's gate would reject (CD272).
 - `same_id_other_content`: two emits (seeds, rule emits, pipeline seeds) with one
   literal id into one key and other literal content or constant data: whichever
   comes second is a conflict that stops the run (CD256).
@@ -34,15 +37,14 @@ it says nothing.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
 from converge_dsl import codes
-from converge_dsl._escapes import UNSHOWN
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan, did_you_mean
 from converge_dsl.frontend._dataflow import KeyRead, read_span, reads, stop_guards, word_span
 from converge_dsl.frontend._facts import PipelineFacts
+from converge_dsl.frontend._jinja_strings import spellings
 from converge_dsl.frontend._kinds import SuggestorSpec, TemplateSite
 from converge_dsl.frontend.document import LoadedDocument
 
@@ -171,35 +173,28 @@ def _unknown(
         hint=f"did you mean {guess!r}?" if guess else f"declare it: keys: [{{name: {key}}}]",
         severity=Severity.ERROR,
     )
-    unshown = re.findall(UNSHOWN, str(key))
+    unshown = [char for char in dict.fromkeys(str(key)) if not char.isprintable()]
     span = diagnostic.span
     if not unshown or span is None or span.line != span.end_line:
         return diagnostic
+    location = doc.source_map.get(site.path)
     written = doc.line(span.line)[span.column - 1 : span.end_column - 1]
-    spelled = "; ".join(_spelled(char, written) for char in dict.fromkeys(unshown))
+    sources: dict[str, dict[str, None]] = {}  # character -> the texts that write it
+    for char, source in spellings(written, None if location is None else location.style):
+        sources.setdefault(char, {})[source] = None
+    spelled = "; ".join(_spelled(char, list(sources.get(char, ()))) for char in unshown)
     return diagnostic._replace(message=f"{diagnostic.message} ({spelled})")
 
 
-# An escape of a double-quoted YAML scalar: one by the character's number, one by a letter,
-# or any other (`\\`, `\"`), taken whole so that `\\e` is not read as `\e`.
-_ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.DOTALL)
-_NAMED_ESCAPES = dict(zip("0abtnvfreN_LP", "\0\a\b\t\n\v\f\r\x1b\x85\xa0\u2028\u2029", strict=True))
-
-
-def _spelled(char: str, written: str) -> str:
-    """How the file writes `char`, a character a terminal would act on (a bidi control, a
-    control character), in `written`, the key's source text: every spelling found, the
-    character itself (which the message and the excerpt show escaped, `\\u202e`, and an
-    editor may not show at all) and each escape of it (`\\u202E`, `\\x85`, `\\N`), which
-    the user can search for."""
-    escapes = [
-        escape
-        for escape in dict.fromkeys(_ESCAPE.findall(written))
-        if (_NAMED_ESCAPES.get(escape[1:]) if len(escape) == 2 else chr(int(escape[2:], 16)))
-        == char
-    ]
+def _spelled(char: str, sources: list[str]) -> str:
+    """How the file writes `char`, a character the message shows escaped (a bidi or
+    control character, a line or paragraph separator, a no-break space...), given the
+    `sources` that write it in the key's source text: the character itself (which the
+    excerpt shows escaped, `\\u202e`, and an editor may not show at all) and each escape
+    of it (`\\u202E`, `\\x85`, `\\N`, `\\L`, `\\\\x1b`), which the user can search for."""
+    escapes = [source for source in sources if source != char]
     itself = []
-    if char in written:
+    if char in sources:
         hidden = " (invisible in most editors)" if escapes else ", invisible in most editors"
         itself = [f"the character itself{hidden}"]
     return f"U+{ord(char):04X} is written as {' and as '.join(itself + escapes) or 'an escape'}"
@@ -320,6 +315,32 @@ def _emits(facts: PipelineFacts) -> Iterator[tuple[str, JsonPath, str, str, str,
 
                 value = constant(site.value, _UNKNOWN)
             yield spec.name, proposal.path, proposal.key, item_id, content, value
+
+
+def refused_ids(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """A literal fact id the run's gate would refuse (CD272): a pipeline seed's id as
+    written (the run does not render it), a seed suggestor's or a rule emit's as its
+    template renders when it is constant."""
+    from converge_dsl._fact_ids import id_problem
+
+    ids: list[tuple[JsonPath, object]] = [
+        (("seeds", index, "id"), seed.get("id"))
+        for index, seed in enumerate(facts.data.get("seeds") or ())
+    ]
+    for spec in facts.specs:
+        ids.extend(((*p.path, "id"), _literal(p.id)) for p in spec.proposal_specs())
+    for path, item_id in ids:
+        problem = id_problem(item_id) if isinstance(item_id, str) else None
+        if problem is not None:
+            hint = "write an id of visible characters, with no '..' path segment"
+            if str(item_id).endswith("\n"):
+                hint += " (a block scalar `|` keeps its last line break; `|-` drops it)"
+            yield facts.error(
+                codes.FACT_ID_REFUSED,
+                f"fact id {item_id!r} {problem}: the run's gate would reject it",
+                path,
+                hint=hint,
+            )
 
 
 def same_id_other_content(facts: PipelineFacts) -> Iterator[Diagnostic]:

@@ -2,9 +2,11 @@
 
 `reads(text, expression)` lists every read of a context key, in the order
 written: through `facts.K`, `facts['K']`, `facts.get('K')` (and the same of
-`proposals`), `count('K')`, `has('K')`, `fact('K', ...)` and `data_of('K')`.
-A read whose key is not a literal (`facts[name]`, `count(inputs.key)`, a bare
-`facts | length`, `facts.items()`) has `key` None: the analysis stops there and
+`proposals`), `count('K')`, `has('K')`, `fact('K', ...)` and `data_of('K')`,
+where `'K'` may also be string literals joined by `~` or `+` (`count('no' ~
+'tes')`, bounded: `_joined_keys`). A read whose key is not a literal
+(`facts[name]`, `count(inputs.key)`, a bare `facts | length`, `facts.items()`)
+has `key` None: the analysis stops there and
 says so (never guesses). A name the template binds itself (`{% for fact in ...
 %}`, `{% set count = ... %}`) is its own, and reads nothing.
 
@@ -32,6 +34,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl.diagnostics import JsonPath, SourceSpan
+from converge_dsl.frontend import _joined_keys
 from converge_dsl.frontend._mininodes import Slot
 
 if TYPE_CHECKING:
@@ -83,7 +86,7 @@ class KeyRead(tuple[str | None, str, str]):
 
 
 # A read before its literal is resolved: (via, style, the key: text, a `Slot`, another
-# literal, or `_NAMED_LATER`).
+# literal, the `Parts` of a joined key, or `_NAMED_LATER`).
 _Raw = tuple[str, str, object]
 _NAMED_LATER = object()
 
@@ -100,7 +103,7 @@ def reads(text: str, expression: bool) -> tuple[KeyRead, ...]:
     if trees is not None:
         for _, tree, literals in trees:
             for via, style, ref in _tree_reads(tree):
-                _add(found, via, style, literals[ref.index] if isinstance(ref, Slot) else ref)
+                _add(found, via, style, _resolved(ref, literals))
         return tuple(found)
     from converge_dsl.frontend._jinja_parse import parse
 
@@ -110,8 +113,18 @@ def reads(text: str, expression: bool) -> tuple[KeyRead, ...]:
     raw: list[_Raw] = []
     _walk(ast, _bound(ast), raw)
     for via, style, ref in raw:
-        _add(found, via, style, ref)
+        _add(found, via, style, _resolved(ref, ()))
     return tuple(found)
+
+
+def _resolved(ref: object, literals: tuple[object, ...]) -> object:
+    """The key `ref` names, its `Slot`s and joined parts read from `literals`."""
+    if isinstance(ref, Slot):
+        return literals[ref.index]
+    if isinstance(ref, _joined_keys.Parts):
+        key = _joined_keys.join(ref, literals)
+        return _NAMED_LATER if key is None else key
+    return ref
 
 
 # The context functions' parameters (`compiler._scope._helpers`) and how each is called.
@@ -221,9 +234,13 @@ def _free(node: Any, names: frozenset[str], bound: frozenset[str]) -> bool:
 
 
 def _argument(args: list[Any]) -> object:
-    """The first argument as a key: its literal (a value or a `Slot`), or `_NAMED_LATER`."""
+    """The first argument as a key: its literal (a value or a `Slot`), the `Parts` of
+    literals it joins, or `_NAMED_LATER`."""
     first = args[0]
-    return first.value if type(first).__name__ == "Const" else _NAMED_LATER
+    if type(first).__name__ == "Const":
+        return first.value
+    joined = _joined_keys.parts(first)
+    return _NAMED_LATER if joined is None else joined
 
 
 def _walk(node: Any, bound: frozenset[str], out: list[_Raw]) -> None:
@@ -304,7 +321,7 @@ def _polarity(node: Any, sign: int, literals: tuple[object, ...], out: dict[str,
         if _counts(right) is not None:
             left, right, op = right, left, _MIRROR.get(op, op)
         counted, number = _counts(left), _number(right, literals)
-        key = literals[counted.index] if isinstance(counted, Slot) else counted
+        key = _resolved(counted, literals)
         if isinstance(key, str) and op in _STOPS and number is not None:
             stop = -1 if op == "eq" and number == 0 else _STOPS[op]
             out.setdefault(key, set()).add(sign * stop)
@@ -312,7 +329,7 @@ def _polarity(node: Any, sign: int, literals: tuple[object, ...], out: dict[str,
     found: list[_Raw] = []
     _walk(node, frozenset(), found)
     for via, style, ref in found:
-        key = literals[ref.index] if isinstance(ref, Slot) else ref
+        key = _resolved(ref, literals)
         if isinstance(key, str):
             # `has('K')` and a bare `count('K')` grow true as K does; any other read: either
             effect = sign if kind == "Call" and style == "(" and via in ("has", "count") else 0
@@ -320,13 +337,14 @@ def _polarity(node: Any, sign: int, literals: tuple[object, ...], out: dict[str,
 
 
 def _counts(node: Any) -> object:
-    """The key literal (text or `Slot`) when `node` is `count('K')`, else None."""
+    """The key (a literal, a `Slot` or joined `Parts`) when `node` is `count('K')`, else None."""
     if type(node).__name__ != "Call" or not node.args or node.kwargs:
         return None
-    callee, first = node.node, node.args[0]
+    callee = node.node
     if type(callee).__name__ != "Name" or callee.name != "count":
         return None
-    return first.value if type(first).__name__ == "Const" else None
+    key = _argument(node.args)
+    return None if key is _NAMED_LATER else key
 
 
 def _number(node: Any, literals: tuple[object, ...]) -> float | None:
@@ -350,6 +368,9 @@ def inferred_dependencies(
     return tuple(keys)
 
 
+_OPENERS = {"[": r"\s*\[", "get": r"\s*\.\s*get\s*\(", "(": r"\s*\("}  # by read style
+
+
 def _pattern(read: KeyRead) -> re.Pattern[str]:
     """Where `read` is written in its template; group `key` is what a diagnostic marks."""
     via = rf"(?<![\w.])(?P<via>{read.via})"
@@ -361,24 +382,35 @@ def _pattern(read: KeyRead) -> re.Pattern[str]:
             "get": r"\s*\.\s*get\s*\((?!\s*['\"])",
         }[read.style]
         return re.compile(via + tail)
-    key = re.escape(read.key)
-    if read.style == ".":
-        return re.compile(rf"{via}\s*\.\s*(?P<key>{key})(?!\w)")
-    opener = {"[": r"\s*\[", "get": r"\s*\.\s*get\s*\(", "(": r"\s*\("}[read.style]
-    return re.compile(rf"{via}{opener}\s*(?P<q>['\"])(?P<key>{key})(?P=q)")
+    return re.compile(rf"{via}\s*\.\s*(?P<key>{re.escape(read.key)})(?!\w)")
 
 
 def read_span(
     doc: LoadedDocument, path: JsonPath, text: str, read: KeyRead, nth: int = 0
 ) -> SourceSpan:
     """Where the `nth` (0-based) read like `read` of the template at `path` is, in the file:
-    the key's characters inside the string (the function or namespace for a key named at
-    run time), mapped through the source map; the template's first line if not found."""
-    matches = list(_pattern(read).finditer(text))
-    if not matches:
+    the key's characters inside the string (the joined literals of a joined key, the
+    function or namespace for a key named at run time), mapped through the source map; the
+    template's first line if not found."""
+    if read.key is None or read.style == ".":
+        group = "via" if read.key is None else "key"
+        spans = [match.span(group) for match in _pattern(read).finditer(text)]
+    else:
+        spans = _literal_spans(text, read)
+    if not spans:
         return doc.template_span(path, None)
-    match = matches[min(nth, len(matches) - 1)]
-    return doc.text_span(path, text, *match.span("via" if read.key is None else "key"))
+    return doc.text_span(path, text, *spans[min(nth, len(spans) - 1)])
+
+
+def _literal_spans(text: str, read: KeyRead) -> list[tuple[int, int]]:
+    """Where `read`'s key is written as the string literal (or literals joined by `~` or
+    `+`) that is the whole argument, escapes read as Jinja reads them."""
+    found = []
+    for match in re.finditer(rf"(?<![\w.]){read.via}{_OPENERS[read.style]}", text):
+        span = _joined_keys.span(text, match.end(), str(read.key))
+        if span is not None:
+            found.append(span)
+    return found
 
 
 def word_span(doc: LoadedDocument, path: JsonPath, text: str, word: str) -> SourceSpan:

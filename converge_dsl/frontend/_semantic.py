@@ -26,6 +26,7 @@ from converge_dsl.frontend._checks_data import constant_data, data_fields, key_s
 from converge_dsl.frontend._checks_dataflow import (
     key_flow,
     refires_on_own_output,
+    refused_ids,
     same_id_other_content,
 )
 from converge_dsl.frontend._checks_declared import (
@@ -66,6 +67,7 @@ CHECKS: tuple[Check, ...] = (
     key_flow,
     data_fields,
     constant_data,
+    refused_ids,
     same_id_other_content,
     refires_on_own_output,
     unused_declarations,

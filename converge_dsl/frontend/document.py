@@ -338,6 +338,17 @@ def _align(
         yield
 
 
+def scalar_pieces(source: str, style: str | None) -> Iterator[tuple[int, int, str]]:
+    """(start, end, character of the value) of each piece of `source`, text of one line of
+    a scalar of `style` (`_pieces`): a character, or in a quoted scalar the escape that
+    writes one (`\\L`, `''`)."""
+    wide: dict[int, int] = {}
+    for column, char in _pieces(source, 0, len(source), style, wide):
+        if column > len(source):
+            return  # the line's end
+        yield column - 1, column - 1 + wide.get(column, 1), char
+
+
 def _pieces(
     source: str, begin: int, stop: int, style: str | None, wide: dict[int, int]
 ) -> Iterable[tuple[int, str]]:

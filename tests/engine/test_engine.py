@@ -133,6 +133,38 @@ def test_execution_is_concurrent_and_bounded_by_max_concurrency() -> None:
         assert peak == expected
 
 
+def test_a_refused_id_is_rejected_and_not_carried_on_as_it_is() -> None:
+    """A proposal (or seed) whose id holds a NUL byte, a control or hidden character, or a
+    `..` segment is the gate's rejection with the reason; the rejection's fact and event
+    hold the id escaped. Before, such ids became facts as they were."""
+    engine = Engine()
+    engine.register(
+        FnSuggestor(
+            "s",
+            [],
+            emit(
+                P("hypotheses", "a\x00b", "fine"),
+                P("hypotheses", "../up", "fine"),
+                P("hypotheses", "line\nbreak", "fine"),
+                P("hypotheses", "good/./id:1", "fine"),
+            ),
+        )
+    )
+    result = run(engine, [P("hypotheses", "seed\u202e", "fine")])
+    assert [f.id for f in result.context.get("hypotheses")] == ["good/./id:1"]
+    reasons = {f.id: f.data["reason"] for f in result.context.get("diagnostic")}
+    assert reasons == {
+        "validation:rejected:a\\x00b": "id 'a\\x00b' holds a NUL byte",
+        "validation:rejected:%2E%2E/up": "id '../up' has '..' as a path segment (a folder up)",
+        "validation:rejected:line\\x0abreak": "id 'line\\nbreak' holds a control character "
+        "(U+000A)",
+        "validation:rejected:seed\\u202e": "id 'seed\\u202e' holds a hidden character (U+202E)",
+    }
+    rejected = result.context.fact("diagnostic", "validation:rejected:a\\x00b")
+    assert rejected is not None
+    assert rejected.data["proposal"] == "a\\x00b"
+
+
 def test_rejections_become_diagnostic_facts_with_the_reason() -> None:
     engine = Engine(policy=PromotionPolicy(forbidden_terms=("Guaranteed",)))
     engine.register(

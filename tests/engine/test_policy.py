@@ -15,6 +15,9 @@ def _p(
     ("proposal", "reason"),
     [
         (_p(fid="  "), "blank id"),
+        (_p(fid="a\x00b"), "id 'a\\x00b' holds a NUL byte"),
+        (_p(fid="up/../x"), "id 'up/../x' has '..' as a path segment (a folder up)"),
+        (_p(fid="a\u202eb"), "id 'a\\u202eb' holds a hidden character (U+202E)"),
         (_p("   "), "blank content"),
         (_p("x" * 21), "content length 21 exceeds max_content_length 20"),
         # a legacy object content is text (its JSON) plus data (the object): both count
