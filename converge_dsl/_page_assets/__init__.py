@@ -2,8 +2,9 @@
 
 `page_asset(name)` is the text of one of this folder's files, to be inlined in a
 self-contained page: `page.css`, the style every page but the graph's starts
-from (palette, type, the page's grid and its cards), `vlist.js`, the
-virtualised list (only the rows in view exist in the DOM), `vlist.css`,
+from (palette, type, the page's grid and its cards), `marks.css`, the room every page
+leaves the marks of text it did not write (inlined after a page's own style),
+`vlist.js`, the virtualised list (only the rows in view exist in the DOM), `vlist.css`,
 its style, and `names.js`, the pages' `shownName` (`page_name` in the page, its
 class of characters written in from this module's) and the search box's terms
 (the typed text, and its shown form: a raw id pasted in finds its row). The

@@ -109,7 +109,8 @@ def _page(what: str, title: str, data: Mapping[str, Any]) -> str:
         "@TITLE@": html_text(title),
         "@CSS@": page_asset("page.css")
         + page_asset("vlist.css")
-        + (_ASSETS / "page.css").read_text(encoding="utf-8"),
+        + (_ASSETS / "page.css").read_text(encoding="utf-8")
+        + page_asset("marks.css"),
         "@DATA@": text,
         "@JS@": js,
     }

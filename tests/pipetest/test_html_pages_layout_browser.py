@@ -207,3 +207,24 @@ def test_a_long_value_on_a_side_of_the_diff_shows_a_few_lines_on_a_phone(
     assert height < 300
     assert width > 100
     assert abs(tops[0] - tops[1]) <= 1, tops
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_thai_is_drawn_whole_in_the_panes_heading(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int
+) -> None:
+    # The pane's heading, a scrolling box, had room over its first line and none under its
+    # last: Thai's marks under a letter with a tail (ฎู, ญู) were cut.
+    from ..runtime.test_report_browser_layout import THAI, drawn_unclipped, draws_thai
+
+    document = _document(3)
+    document["cases"][0]["name"] = THAI
+    page = tmp_path / "eval.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    with _window(browser, width, 844):
+        _open(browser, page)
+        browser.execute_script("document.querySelector('#cases .row').click();")
+        assert_room_for_marks(browser, ".pane h3")
+        browser.save_screenshot(str(artifacts / f"eval-thai-pane-{width}.png"))
+        if draws_thai(browser):
+            assert drawn_unclipped(browser, ".pane h3", "#detail-pane", THAI)

@@ -222,6 +222,21 @@ def test_the_header_takes_little_of_a_short_window(
 # Capitals with two marks stacked over them, and letters with a mark below the line
 VIETNAMESE = "Kế hoạch: Ẫn Ỗng Ẵm Ấy Ểu Ở Ặc Ậy Ợi Ỵ ậ ỵ ợ"
 STACKED = "a" + "\u0301" * 40 + " marked"  # forty marks, over the lines above
+# Thai with the marks that reach furthest over its letters (a vowel and a tone mark stacked
+# on a tall letter: ปื๋, ฟิ้, a third of a line over the letters' box in Garuda) and under them
+# (a vowel under a letter with a tail: ฎู, ญู, two fifths of a line under it)
+THAI = "ที่นั่ง กรุ๊ป ผู้ใหญ่ ปื๋ ฟิ้ ฎู ญู ฐู"
+
+
+def draws_thai(browser: Any) -> bool:
+    """Whether a font here draws Thai (Debian's fonts-tlwg-garuda): without one, its letters
+    are boxes on the line, with no mark over or under them, and `THAI` tests nothing."""
+    return bool(
+        browser.execute_script(
+            "var c = document.createElement('canvas').getContext('2d'); c.font = '20px sans-serif';"
+            "return c.measureText('\u0e0e\u0e39').actualBoundingBoxDescent > 6;"
+        )
+    )
 
 
 def drawn_unclipped(browser: Any, css: str, around: str, text: str) -> bool:
