@@ -228,3 +228,30 @@ def test_thai_is_drawn_whole_in_the_panes_heading(
         browser.save_screenshot(str(artifacts / f"eval-thai-pane-{width}.png"))
         if draws_thai(browser):
             assert drawn_unclipped(browser, ".pane h3", "#detail-pane", THAI)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_metric_names_show_their_hidden_characters(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int
+) -> None:
+    # "acc" and "acc" followed by a zero-width space were two cards, two columns alike.
+    document = _document(2)
+    document["metrics"] = [
+        {"name": name, "mean": 1.0, "passed": True} for name in ("acc", "acc\u200b")
+    ]
+    for case in document["cases"]:
+        case["scores"] = {"acc": 1.0, "acc\u200b": 0.5}
+    page = tmp_path / "eval.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    with _window(browser, width, 844):
+        _open(browser, page)
+        cards, heads, cells = browser.execute_script(
+            "function texts(css) { return Array.from(document.querySelectorAll(css),"
+            " function (e) { return e.textContent; }); }"
+            "return [texts('.card .name'), texts('#cases .head span'),"
+            " texts('#cases .row span')];"
+        )
+        browser.save_screenshot(str(artifacts / f"eval-metric-names-{width}.png"))
+    assert cards == ["acc", "acc\u27e8U+200B\u27e9"]
+    assert heads[3:5] == cards
+    assert cells[3:5] == ["1", "0.5"]  # each column still finds its scores
