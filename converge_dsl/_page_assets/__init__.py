@@ -46,7 +46,8 @@ node ids and labels). `Names(names)` is a text that names things, marked as
 such by whoever writes it (the graph's "reads: a, b", an agent's tools), which a
 page shows with `Names.shown()`. Source excerpts and
 messages keep `page_text`'s escapes: there `\\u202e` reads as what the file
-says.
+says. `shown_cut(shown, at)` is where a shown name may be cut short (a graph
+node's label): not inside a notation nor a grapheme cluster (`_cut`).
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl._escapes import UNSHOWN, escaped
+
+from ._cut import shown_cut as shown_cut
 
 _FOLDER = Path(__file__).resolve().parent
 # What every page may load: its own inline style and script, and data: images; nothing
