@@ -255,3 +255,26 @@ def test_metric_names_show_their_hidden_characters(
     assert cards == ["acc", "acc\u27e8U+200B\u27e9"]
     assert heads[3:5] == cards
     assert cells[3:5] == ["1", "0.5"]  # each column still finds its scores
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_thai_is_drawn_whole_in_the_lists_rows(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int
+) -> None:
+    # A row's cells (the virtualised list of the eval, diff and report pages) were clipped
+    # at their own box, cut with "…": Thai's tone marks over a vowel (ที่ read as ที) and
+    # its vowels under a letter with a tail were cut.
+    from ..runtime.test_report_browser_layout import THAI, drawn_unclipped, draws_thai
+
+    document = _document(3)
+    document["cases"][1]["name"] = THAI
+    page = tmp_path / "eval.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    with _window(browser, width, 844):
+        _open(browser, page)
+        assert_room_for_marks(browser, "#cases .row span")
+        browser.execute_script("document.getElementById('cases').scrollIntoView();")
+        browser.save_screenshot(str(artifacts / f"eval-thai-rows-{width}.png"))
+        if draws_thai(browser):  # (words that fit the cell: unclipped, no "…" is drawn)
+            short = "\u0e1b\u0e37\u0e4b \u0e0e\u0e39 \u0e17\u0e35\u0e48"  # ปื๋ ฎู ที่
+            assert drawn_unclipped(browser, "#cases .row span.c-case", "#cases .vlist", short)
