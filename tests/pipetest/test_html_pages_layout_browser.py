@@ -278,3 +278,29 @@ def test_thai_is_drawn_whole_in_the_lists_rows(
         if draws_thai(browser):  # (words that fit the cell: unclipped, no "…" is drawn)
             short = "\u0e1b\u0e37\u0e4b \u0e0e\u0e39 \u0e17\u0e35\u0e48"  # ปื๋ ฎู ที่
             assert drawn_unclipped(browser, "#cases .row span.c-case", "#cases .vlist", short)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_metric_name_of_400_characters_shows_a_few_lines(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int
+) -> None:
+    # Its card's name ran to 19 lines at 1280 pixels (24 at 390), and every card of its row
+    # stood as tall: three lines of it show, the rest scrolled to.
+    document = _document(2)
+    document["metrics"][0]["name"] = "m" * 400
+    for case in document["cases"]:
+        case["scores"] = {"m" * 400: 1.0}
+    page = tmp_path / "eval.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    with _window(browser, width, 844):
+        _open(browser, page)
+        browser.save_screenshot(str(artifacts / f"eval-long-metric-{width}.png"))
+        lines, scrolls = browser.execute_script(
+            "var n = document.querySelector('.card .name'), s = getComputedStyle(n);"
+            "var padding = parseFloat(s.paddingTop) + parseFloat(s.paddingBottom);"
+            "return [(n.clientHeight - padding) / parseFloat(s.lineHeight),"
+            " n.scrollHeight > n.clientHeight];"
+        )
+        assert_room_for_marks(browser, ".card .name")
+    assert lines == pytest.approx(3, abs=0.05)
+    assert scrolls
