@@ -304,3 +304,28 @@ def test_a_metric_name_of_400_characters_shows_a_few_lines(
         assert_room_for_marks(browser, ".card .name")
     assert lines == pytest.approx(3, abs=0.05)
     assert scrolls
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_facts_id_of_3000_characters_shows_a_few_lines_over_its_differences(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int
+) -> None:
+    # The fact's row (its change, key and id) stood 80 lines tall on a phone, its
+    # differences screens under it: three lines of it show, the rest scrolled to.
+    from converge_dsl.pipetest import render_diff_html
+
+    field = {"what": "content", "a": "x", "b": "y"}
+    fact = {"key": "k", "id": "i" * 3000, "change": "changed", "fields": [field]}
+    document = {"same": False, "facts": [fact], "stop_reason": None, "usage": []}
+    page = tmp_path / "diff.html"
+    page.write_text(render_diff_html(document, "run", "a.json", "b.json"), encoding="utf-8")
+    with _window(browser, width, 844):
+        _open(browser, page)
+        browser.save_screenshot(str(artifacts / f"diff-long-fact-id-{width}.png"))
+        ems = browser.execute_script(
+            "var row = document.querySelector('.side tr.fact');"
+            "return row.getBoundingClientRect().height"
+            " / parseFloat(getComputedStyle(row.firstChild).fontSize);"
+        )
+        assert ems < 7  # three lines (1.45 em each), its padding and room for marks
+        assert_room_for_marks(browser, ".side .fact-name")
