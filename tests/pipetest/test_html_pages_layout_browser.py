@@ -329,3 +329,18 @@ def test_a_facts_id_of_3000_characters_shows_a_few_lines_over_its_differences(
         )
         assert ems < 7  # three lines (1.45 em each), its padding and room for marks
         assert_room_for_marks(browser, ".side .fact-name")
+
+
+def test_the_pane_takes_a_phones_width(browser: Any, tmp_path: Path, artifacts: Path) -> None:
+    # At 390 pixels the pane of a case's result was 45% of the window, 175 pixels: its
+    # JSON wrapped at 20 characters a line beside the half of the page it hid.
+    page = tmp_path / "eval.html"
+    page.write_text(render_eval_html(_document(3)), encoding="utf-8")
+    with _window(browser, 390, 844):
+        _open(browser, page)
+        browser.execute_script("document.querySelector('#cases .row').click();")
+        width = browser.execute_script(
+            "return document.getElementById('detail-pane').getBoundingClientRect().width;"
+        )
+        browser.save_screenshot(str(artifacts / "eval-pane-390.png"))
+    assert width >= 0.9 * 390
