@@ -209,25 +209,46 @@ def test_a_long_value_on_a_side_of_the_diff_shows_a_few_lines_on_a_phone(
     assert abs(tops[0] - tops[1]) <= 1, tops
 
 
+def _open_with_a_case_named(browser: Any, folder: Path, name: str) -> None:
+    """The eval page of three cases, the first named `name`, opened."""
+    document = _document(3)
+    document["cases"][0]["name"] = name
+    page = folder / "eval.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    _open(browser, page)
+
+
+# Where Thai was cut on the eval page, what holds it, and what each is tested with (words
+# that fit a list's cell: unclipped, no "…" is drawn). The pane's heading, a scrolling box,
+# had room over its first line and none under its last (ฎู, ญู were cut); a row's cells
+# (the virtualised list of the eval, diff and report pages), clipped at their own box to
+# be cut with "…", cut Thai's tone marks over a vowel (ที่ read as ที) and under a letter.
+_THAI_PLACES = {
+    "pane": (".pane h3", "#detail-pane", "document.querySelector('#cases .row').click();"),
+    "rows": (
+        "#cases .row span.c-case",
+        "#cases .vlist",
+        "document.getElementById('cases').scrollIntoView();",
+    ),
+}
+
+
 @pytest.mark.parametrize("width", [1280, 390])
-def test_thai_is_drawn_whole_in_the_panes_heading(
-    browser: Any, tmp_path: Path, artifacts: Path, width: int
+@pytest.mark.parametrize("place", list(_THAI_PLACES))
+def test_thai_is_drawn_whole_in_the_eval_page(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int, place: str
 ) -> None:
-    # The pane's heading, a scrolling box, had room over its first line and none under its
-    # last: Thai's marks under a letter with a tail (ฎู, ญู) were cut.
     from ..runtime.test_report_browser_layout import THAI, drawn_unclipped, draws_thai
 
-    document = _document(3)
-    document["cases"][0]["name"] = THAI
-    page = tmp_path / "eval.html"
-    page.write_text(render_eval_html(document), encoding="utf-8")
+    css, around, action = _THAI_PLACES[place]
+    short = "\u0e1b\u0e37\u0e4b \u0e0e\u0e39 \u0e17\u0e35\u0e48"  # ปื๋ ฎู ที่
     with _window(browser, width, 844):
-        _open(browser, page)
-        browser.execute_script("document.querySelector('#cases .row').click();")
-        assert_room_for_marks(browser, ".pane h3")
-        browser.save_screenshot(str(artifacts / f"eval-thai-pane-{width}.png"))
+        _open_with_a_case_named(browser, tmp_path, THAI)
+        browser.execute_script(action)
+        assert_room_for_marks(browser, css)
+        browser.save_screenshot(str(artifacts / f"eval-thai-{place}-{width}.png"))
         if draws_thai(browser):
-            assert drawn_unclipped(browser, ".pane h3", "#detail-pane", THAI)
+            assert drawn_unclipped(browser, css, around, THAI if place == "pane" else short)
 
 
 @pytest.mark.parametrize("width", [1280, 390])
@@ -255,29 +276,6 @@ def test_metric_names_show_their_hidden_characters(
     assert cards == ["acc", "acc\u27e8U+200B\u27e9"]
     assert heads[3:5] == cards
     assert cells[3:5] == ["1", "0.5"]  # each column still finds its scores
-
-
-@pytest.mark.parametrize("width", [1280, 390])
-def test_thai_is_drawn_whole_in_the_lists_rows(
-    browser: Any, tmp_path: Path, artifacts: Path, width: int
-) -> None:
-    # A row's cells (the virtualised list of the eval, diff and report pages) were clipped
-    # at their own box, cut with "…": Thai's tone marks over a vowel (ที่ read as ที) and
-    # its vowels under a letter with a tail were cut.
-    from ..runtime.test_report_browser_layout import THAI, drawn_unclipped, draws_thai
-
-    document = _document(3)
-    document["cases"][1]["name"] = THAI
-    page = tmp_path / "eval.html"
-    page.write_text(render_eval_html(document), encoding="utf-8")
-    with _window(browser, width, 844):
-        _open(browser, page)
-        assert_room_for_marks(browser, "#cases .row span")
-        browser.execute_script("document.getElementById('cases').scrollIntoView();")
-        browser.save_screenshot(str(artifacts / f"eval-thai-rows-{width}.png"))
-        if draws_thai(browser):  # (words that fit the cell: unclipped, no "…" is drawn)
-            short = "\u0e1b\u0e37\u0e4b \u0e0e\u0e39 \u0e17\u0e35\u0e48"  # ปื๋ ฎู ที่
-            assert drawn_unclipped(browser, "#cases .row span.c-case", "#cases .vlist", short)
 
 
 @pytest.mark.parametrize("width", [1280, 390])
