@@ -21,6 +21,7 @@ from converge_dsl._page_assets import (
     page_json,
     page_name,
     page_text,
+    shown_cut,
 )
 
 
@@ -173,6 +174,44 @@ def test_a_joiner_in_an_emoji_sequence_shows_as_it_is_and_is_marked_elsewhere() 
     # any two emoji kept their joiner, so `🍕‍🍕` looked as `🍕🍕` does.
     for text, shown in ZWJ_CASES:
         assert page_name(text) == shown, text
+
+
+# Where a shown name may be cut short (a graph node's label): (the text, a place in code
+# points, what is kept). Between grapheme clusters only, and not inside a notation; the
+# graph page's `shownCut` (names.js, Intl.Segmenter) is checked against the same cases
+# (tests/graph/test_browser_scripts.py).
+FAMILY = f"{MAN}{ZWJ}{WOMAN}{ZWJ}{GIRL}"
+CUT_CASES = (
+    ("abcdef", 3, "abc"),
+    ("abcdef", 10, "abcdef"),
+    (f"ab{FAMILY}c", 4, "ab"),  # a family, after its man and joiner
+    (f"ab{FAMILY}c", 7, f"ab{FAMILY}"),
+    ("\U0001f1fa\U0001f1f8\U0001f1eb\U0001f1f7", 3, "\U0001f1fa\U0001f1f8"),  # two flags
+    ("\U0001f1fa\U0001f1f8", 1, ""),
+    ("1\ufe0f\u20e32", 2, ""),  # a keycap
+    ("1\ufe0f\u20e32", 3, "1\ufe0f\u20e3"),
+    ("x\U0001f44d\U0001f3fd", 2, "x"),  # a skin tone
+    ("x\U0001f9d1\U0001f3fd\u200d\U0001f680y", 4, "x"),  # an astronaut of a skin tone
+    ("\u2764\ufe0fx", 1, ""),  # an emoji's presentation selector
+    ("\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f!", 3, ""),
+    ("\u0e17\u0e35\u0e48\u0e19\u0e31\u0e48\u0e07", 2, ""),  # Thai ที่นั่ง
+    ("\u0e17\u0e35\u0e48\u0e19\u0e31\u0e48\u0e07", 5, "\u0e17\u0e35\u0e48"),
+    ("\u0e01\u0e33x", 1, ""),  # Thai's sara am, a spacing mark
+    ("\u0915\u094d\u0937\u0924", 2, ""),  # Devanagari's conjunct क्ष
+    ("\u0915\u094d\u0937\u0924", 3, "\u0915\u094d\u0937"),
+    ("\u1100\u1161\u11a8\u1100", 2, ""),  # Hangul's jamo
+    ("a" + "\u0301" * 5 + "b", 3, ""),  # stacked marks
+    ("a\u27e8U+200D\u27e9b", 5, "a"),  # not inside a notation
+    ("a\u27e8U+200D\u27e9b", 9, "a\u27e8U+200D\u27e9"),
+    ("\ud83dx", 1, "\ud83d"),  # a lone surrogate (JSON may carry one)
+)
+
+
+def test_a_shown_name_is_cut_between_grapheme_clusters() -> None:
+    # A graph node's label cut at 47 characters split a family into a man and a joiner,
+    # a flag into a letter, a keycap from its digit, a Thai letter from its marks.
+    for text, at, kept in CUT_CASES:
+        assert text[: shown_cut(text, at)] == kept, (text, at)
 
 
 def test_the_table_of_emoji_sequences_is_the_emoji_package_s() -> None:

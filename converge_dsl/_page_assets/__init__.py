@@ -2,8 +2,9 @@
 
 `page_asset(name)` is the text of one of this folder's files, to be inlined in a
 self-contained page: `page.css`, the style every page but the graph's starts
-from (palette, type, the page's grid and its cards), `vlist.js`, the
-virtualised list (only the rows in view exist in the DOM), `vlist.css`,
+from (palette, type, the page's grid and its cards), `marks.css`, the room every page
+leaves the marks of text it did not write (inlined after a page's own style),
+`vlist.js`, the virtualised list (only the rows in view exist in the DOM), `vlist.css`,
 its style, and `names.js`, the pages' `shownName` (`page_name` in the page, its
 class of characters written in from this module's) and the search box's terms
 (the typed text, and its shown form: a raw id pasted in finds its row). The
@@ -45,7 +46,8 @@ node ids and labels). `Names(names)` is a text that names things, marked as
 such by whoever writes it (the graph's "reads: a, b", an agent's tools), which a
 page shows with `Names.shown()`. Source excerpts and
 messages keep `page_text`'s escapes: there `\\u202e` reads as what the file
-says.
+says. `shown_cut(shown, at)` is where a shown name may be cut short (a graph
+node's label): not inside a notation nor a grapheme cluster (`_cut`).
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl._escapes import UNSHOWN, escaped
+
+from ._cut import shown_cut as shown_cut
 
 _FOLDER = Path(__file__).resolve().parent
 # What every page may load: its own inline style and script, and data: images; nothing

@@ -9,7 +9,11 @@
                      character again): what an address names, so that it is read back alike
    searchTerms(text) what a search for the typed `text` looks for, lower case: the text, and
                      its shown form when that differs (a raw id pasted in finds its row)
-   holds(hay, terms) whether `hay` (lower case) holds one of `terms` (all when there are none) */
+   holds(hay, terms) whether `hay` (lower case) holds one of `terms` (all when there are none)
+   shownCut(shown, at) the greatest place at or before `at` where the shown name `shown` may be
+                     cut short: not inside a "\u27e8U+XXXX\u27e9", and between two grapheme
+                     clusters (the browser's Intl.Segmenter), so that no emoji sequence, flag or
+                     keycap is split nor a letter parted from its marks; Python's is `shown_cut` */
 var NAMED_CHARACTERS = /@NAMED@/g;
 /* Unicode's emoji ZWJ sequences ("T" for any skin tone), written in by `page_asset` from
    `emoji_zwj.txt`; a run of characters joined by zero-width joiners (each maybe followed by
@@ -48,4 +52,20 @@ function holds(hay, terms) {
   if (!terms.length) return true;
   for (var i = 0; i < terms.length; i++) if (hay.indexOf(terms[i]) >= 0) return true;
   return false;
+}
+var GRAPHEMES = typeof Intl === "object" && Intl.Segmenter ? new Intl.Segmenter("en", { granularity: "grapheme" }) : null;
+function shownCut(shown, at) {
+  if (at >= shown.length) return shown.length;
+  var open = shown.lastIndexOf("\u27e8", at - 1);
+  if (open !== -1 && shown.indexOf("\u27e9", open) >= at) at = open;
+  if (!GRAPHEMES) {  /* (a browser without it: at least not between a surrogate pair's halves) */
+    var code = shown.charCodeAt(at - 1);
+    return code >= 0xd800 && code <= 0xdbff ? at - 1 : at;
+  }
+  var cut = 0;
+  for (var segment of GRAPHEMES.segment(shown)) {
+    if (segment.index > at) break;
+    cut = segment.index;
+  }
+  return cut;
 }

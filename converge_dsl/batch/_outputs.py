@@ -257,8 +257,12 @@ class BatchReportSink(BatchSink):
             f"<th>{name}</th>"
             for name in ("case", "id", "stop reason", "cycles", "model calls", "exit")
         )
-        # The style the other pages start from (`page.css`), then this page's own.
-        css = page_asset("page.css") + (_FOLDER / "page.css").read_text(encoding="utf-8")
+        # The style the other pages start from (`page.css`), this page's own, the room for marks.
+        css = (
+            page_asset("page.css")
+            + (_FOLDER / "page.css").read_text(encoding="utf-8")
+            + page_asset("marks.css")
+        )
         return (
             f'{REPORT_MARK}\n<html lang="en"><head><meta charset="utf-8">\n'
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'

@@ -197,7 +197,7 @@ def render(graph: PipelineGraph) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
         f"<title>{title} · converge-dsl graph</title>"
-        f"<style>{_asset('page.css')}{_kind_css(graph)}</style></head>\n"
+        f"<style>{_asset('page.css')}{page_asset('marks.css')}{_kind_css(graph)}</style></head>\n"
         f"<body><header><h1>{title}</h1>{description}{_summary(graph)}</header>\n"
         f'<main><div id="canvas">{svg(graph)}'
         '<div class="search"><input id="search" type="search" placeholder="Find a node"'

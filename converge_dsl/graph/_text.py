@@ -2,9 +2,9 @@
 
 A node's label on the HTML page names it in at most `LABEL_CHARS` characters
 of its shown form (`label_name`: the name as `page_name` shows it, a longer one
-cut, with "…", never inside a `⟨U+XXXX⟩`); its title, its details and the
-search keep the whole name, so that one long name does not widen its layer and
-shrink the whole drawing to fit.
+cut, with "…", never inside a `⟨U+XXXX⟩` nor a grapheme cluster: `shown_cut`);
+its title, its details and the search keep the whole name, so that one long name
+does not widen its layer and shrink the whole drawing to fit.
 
 Every output starts with a line naming converge-dsl's graph format
 (`MARKERS`), so `-o FILE` recognises a file it wrote before and refuses to
@@ -13,7 +13,7 @@ overwrite anything else (`converge_dsl._files.open_output`).
 
 from __future__ import annotations
 
-from converge_dsl._page_assets import page_name
+from converge_dsl._page_assets import page_name, shown_cut
 
 from ._model import GraphInvariant, Node, PipelineGraph
 
@@ -34,11 +34,7 @@ def label_name(node: Node) -> str:
     shown = page_name(node.name)
     if len(shown) <= LABEL_CHARS:
         return shown
-    cut = LABEL_CHARS - 1
-    start = shown.rfind("\u27e8", 0, cut)  # every `⟨` of a shown name starts a notation
-    if start != -1 and shown.find("\u27e9", start, cut) == -1:
-        cut = start  # not inside a `⟨U+XXXX⟩`: before it
-    return shown[:cut] + "\u2026"
+    return shown[: shown_cut(shown, LABEL_CHARS - 1)] + "\u2026"
 
 
 def recognise(first_line: bytes) -> bool:

@@ -228,17 +228,9 @@
   }
   window.addEventListener("hashchange", fromAddress);
 
-  /* where to cut `text` at `at` or before: not inside a "\u27e8U+XXXX\u27e9" (every "\u27e8" of a
-     shown name starts one) nor between the two halves of a surrogate pair */
-  function notCut(text, at) {
-    var open = text.lastIndexOf("\u27e8", at - 1);
-    if (open !== -1 && text.indexOf("\u27e9", open) >= at) { return open; }
-    var code = text.charCodeAt(at - 1);
-    return code >= 0xd800 && code <= 0xdbff ? at - 1 : at;
-  }
-
   /* a name wider than its node (the layout guesses a width from the number of characters,
-     and an "m" is wider than an "i") is cut with "\u2026" to fit; the node's title, its
+     and an "m" is wider than an "i") is cut with "\u2026" to fit, between two grapheme clusters
+     and not inside a notation (names.js' shownCut); the node's title, its
      details and the search keep the whole name */
   Array.prototype.forEach.call(svg.querySelectorAll(".node"), function (node) {
     var name = node.querySelector("text.name"), shape = node.querySelector(".shape");
@@ -250,7 +242,7 @@
       name.textContent = full.slice(0, mid) + "\u2026";
       if (name.getComputedTextLength() <= room) { lo = mid; } else { hi = mid - 1; }
     }
-    name.textContent = full.slice(0, notCut(full, lo)) + "\u2026";
+    name.textContent = full.slice(0, shownCut(full, lo)) + "\u2026";  /* (names.js) */
   });
 
   fit(true);

@@ -19,7 +19,7 @@ the data is ever read as HTML.
   two run results (`kind` "run") or two batch results files ("batch"), A's
   values beside B's, filterable by text and by added / removed / changed.
 
-Both pages show a name or an id (a case's, a fact's key and id) as `page_name`
+Both pages show a name or an id (a case's, a metric's, a fact's key and id) as `page_name`
 writes it (`⟨U+202E⟩`, where values and messages keep `page_text`'s `\\u202e`),
 so that an id holding the character and one holding its escape text read apart.
 """
@@ -45,14 +45,28 @@ def render_eval_html(document: Mapping[str, Any]) -> str:
 
 
 def _case_names_shown(document: Mapping[str, Any]) -> dict[str, Any]:
-    """`document` with each case's name, and each change's, as the page shows a name
-    (`page_name`: `⟨U+202E⟩` where the rest of the page writes `\\u202e`), so that a
-    case named with the character and one named with its escape text read apart."""
+    """`document` with each case's name and each metric's (a metric's own, a case's
+    scores' keys, a change's case and metric) as the page shows a name (`page_name`:
+    `⟨U+202E⟩` where the rest of the page writes `\\u202e`), so that a name holding the
+    character and one holding its escape text read apart."""
     shown = dict(document)
-    for table, field in (("cases", "name"), ("changes", "case")):
+    for table, fields in (("cases", ("name",)), ("changes", ("case", "metric"))):
         if table in shown:
-            shown[table] = names_shown(shown[table], (field,))
+            shown[table] = names_shown(shown[table], fields)
+    if "metrics" in shown:
+        shown["metrics"] = names_shown(shown["metrics"], ("name",))
+    cases = shown.get("cases")
+    if isinstance(cases, list):
+        shown["cases"] = [_scores_shown(case) for case in cases]
     return shown
+
+
+def _scores_shown(case: Any) -> Any:
+    """`case` with its scores keyed by each metric's name as the page shows it."""
+    scores = case.get("scores") if isinstance(case, Mapping) else None
+    if not isinstance(scores, Mapping) or all(page_name(str(k)) == k for k in scores):
+        return case
+    return {**case, "scores": {page_name(str(k)): v for k, v in scores.items()}}
 
 
 def render_diff_html(document: Mapping[str, Any], kind: str, a: str, b: str) -> str:
@@ -109,7 +123,8 @@ def _page(what: str, title: str, data: Mapping[str, Any]) -> str:
         "@TITLE@": html_text(title),
         "@CSS@": page_asset("page.css")
         + page_asset("vlist.css")
-        + (_ASSETS / "page.css").read_text(encoding="utf-8"),
+        + (_ASSETS / "page.css").read_text(encoding="utf-8")
+        + page_asset("marks.css"),
         "@DATA@": text,
         "@JS@": js,
     }

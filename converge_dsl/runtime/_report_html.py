@@ -74,6 +74,7 @@ def render_report(trace: Path) -> str:
         page_asset("page.css")
         + page_asset("vlist.css")
         + (_ASSETS / "report.css").read_text(encoding="utf-8")
+        + page_asset("marks.css")
     )
     js = (
         page_asset("names.js")

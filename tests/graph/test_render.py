@@ -145,6 +145,19 @@ def test_a_long_name_is_cut_on_its_node_and_whole_in_its_title(tmp_path: Path) -
     assert size_of(node)[0] < 500  # it was 1,614 pixels wide
 
 
+def test_a_long_name_is_cut_between_grapheme_clusters() -> None:
+    # Cut at its 47th character, a name split the family that straddled it: a man, a
+    # joiner and "…" (the page showed a man and a box). A sequence is kept whole or left out.
+    from converge_dsl.graph._model import Node
+    from converge_dsl.graph._text import LABEL_CHARS, label_name
+
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+    for before in range(40, 48):
+        node = Node("suggestor:x", "suggestor", "x" * before + family * 3, "rule", True)
+        label = label_name(node)
+        assert label == "x" * before + family * ((LABEL_CHARS - 1 - before) // 5) + "\u2026"
+
+
 def _details(page: str) -> dict[str, dict[str, str]]:
     """Each node's details, by id, as the HTML page's data holds them."""
     import json

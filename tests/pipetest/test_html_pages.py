@@ -109,6 +109,23 @@ def test_the_eval_page_shows_case_names_apart_from_their_escape_text() -> None:
     assert result["cases"][0]["error"] == "x\\u202e"
 
 
+def test_the_eval_page_shows_metric_names_as_names() -> None:
+    # A metric's name (its card, its confusion, its column, a change's metric) was shown
+    # raw: "acc" followed by a zero-width space or joined to "c" read as "acc" and "acc",
+    # and U+202E as `\u202e`, the shown form of the six characters that spell it.
+    names = ["acc\u200b", "ac\u200dc", "r\u202eev", "r\\u202eev", "👨\u200d👩\u200d👧"]
+    shown = ["acc⟨U+200B⟩", "ac⟨U+200D⟩c", "r⟨U+202E⟩ev", "r\\u202eev", names[4]]
+    confusion = [{"expected": "a", "found": "a", "count": 1}]
+    metrics = [{"name": n, "mean": 1.0, "confusion": confusion} for n in names]
+    cases = [{"name": "c", "scores": dict.fromkeys(names, 1.0)}]
+    changes = [{"case": "c", "metric": n} for n in names]
+    result = _data(render_eval_html(_document(metrics=metrics, cases=cases, changes=changes)))
+    result = result["result"]
+    assert [m["name"] for m in result["metrics"]] == shown
+    assert list(result["cases"][0]["scores"]) == shown
+    assert [c["metric"] for c in result["changes"]] == shown
+
+
 def test_the_diff_page_shows_names_and_ids_apart_from_their_escape_text() -> None:
     # A case, a fact key or id holding U+202E and one holding the six characters `\u202e`
     # both showed `\u202e`; values keep their escapes.

@@ -207,3 +207,138 @@ def test_a_long_value_on_a_side_of_the_diff_shows_a_few_lines_on_a_phone(
     assert height < 300
     assert width > 100
     assert abs(tops[0] - tops[1]) <= 1, tops
+
+
+def _open_with_a_case_named(browser: Any, folder: Path, name: str) -> None:
+    """The eval page of three cases, the first named `name`, opened."""
+    document = _document(3)
+    document["cases"][0]["name"] = name
+    page = folder / "eval.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    _open(browser, page)
+
+
+# Where Thai was cut on the eval page, what holds it, and what each is tested with (words
+# that fit a list's cell: unclipped, no "…" is drawn). The pane's heading, a scrolling box,
+# had room over its first line and none under its last (ฎู, ญู were cut); a row's cells
+# (the virtualised list of the eval, diff and report pages), clipped at their own box to
+# be cut with "…", cut Thai's tone marks over a vowel (ที่ read as ที) and under a letter.
+_THAI_PLACES = {
+    "pane": (".pane h3", "#detail-pane", "document.querySelector('#cases .row').click();"),
+    "rows": (
+        "#cases .row span.c-case",
+        "#cases .vlist",
+        "document.getElementById('cases').scrollIntoView();",
+    ),
+}
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("place", list(_THAI_PLACES))
+def test_thai_is_drawn_whole_in_the_eval_page(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int, place: str
+) -> None:
+    from ..runtime.test_report_browser_layout import THAI, drawn_unclipped, draws_thai
+
+    css, around, action = _THAI_PLACES[place]
+    short = "\u0e1b\u0e37\u0e4b \u0e0e\u0e39 \u0e17\u0e35\u0e48"  # ปื๋ ฎู ที่
+    with _window(browser, width, 844):
+        _open_with_a_case_named(browser, tmp_path, THAI)
+        browser.execute_script(action)
+        assert_room_for_marks(browser, css)
+        browser.save_screenshot(str(artifacts / f"eval-thai-{place}-{width}.png"))
+        if draws_thai(browser):
+            assert drawn_unclipped(browser, css, around, THAI if place == "pane" else short)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_metric_names_show_their_hidden_characters(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int
+) -> None:
+    # "acc" and "acc" followed by a zero-width space were two cards, two columns alike.
+    document = _document(2)
+    document["metrics"] = [
+        {"name": name, "mean": 1.0, "passed": True} for name in ("acc", "acc\u200b")
+    ]
+    for case in document["cases"]:
+        case["scores"] = {"acc": 1.0, "acc\u200b": 0.5}
+    page = tmp_path / "eval.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    with _window(browser, width, 844):
+        _open(browser, page)
+        cards, heads, cells = browser.execute_script(
+            "function texts(css) { return Array.from(document.querySelectorAll(css),"
+            " function (e) { return e.textContent; }); }"
+            "return [texts('.card .name'), texts('#cases .head span'),"
+            " texts('#cases .row span')];"
+        )
+        browser.save_screenshot(str(artifacts / f"eval-metric-names-{width}.png"))
+    assert cards == ["acc", "acc\u27e8U+200B\u27e9"]
+    assert heads[3:5] == cards
+    assert cells[3:5] == ["1", "0.5"]  # each column still finds its scores
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_metric_name_of_400_characters_shows_a_few_lines(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int
+) -> None:
+    # Its card's name ran to 19 lines at 1280 pixels (24 at 390), and every card of its row
+    # stood as tall: three lines of it show, the rest scrolled to.
+    document = _document(2)
+    document["metrics"][0]["name"] = "m" * 400
+    for case in document["cases"]:
+        case["scores"] = {"m" * 400: 1.0}
+    page = tmp_path / "eval.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    with _window(browser, width, 844):
+        _open(browser, page)
+        browser.save_screenshot(str(artifacts / f"eval-long-metric-{width}.png"))
+        lines, scrolls = browser.execute_script(
+            "var n = document.querySelector('.card .name'), s = getComputedStyle(n);"
+            "var padding = parseFloat(s.paddingTop) + parseFloat(s.paddingBottom);"
+            "return [(n.clientHeight - padding) / parseFloat(s.lineHeight),"
+            " n.scrollHeight > n.clientHeight];"
+        )
+        assert_room_for_marks(browser, ".card .name")
+    assert lines == pytest.approx(3, abs=0.05)
+    assert scrolls
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_facts_id_of_3000_characters_shows_a_few_lines_over_its_differences(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int
+) -> None:
+    # The fact's row (its change, key and id) stood 80 lines tall on a phone, its
+    # differences screens under it: three lines of it show, the rest scrolled to.
+    from converge_dsl.pipetest import render_diff_html
+
+    field = {"what": "content", "a": "x", "b": "y"}
+    fact = {"key": "k", "id": "i" * 3000, "change": "changed", "fields": [field]}
+    document = {"same": False, "facts": [fact], "stop_reason": None, "usage": []}
+    page = tmp_path / "diff.html"
+    page.write_text(render_diff_html(document, "run", "a.json", "b.json"), encoding="utf-8")
+    with _window(browser, width, 844):
+        _open(browser, page)
+        browser.save_screenshot(str(artifacts / f"diff-long-fact-id-{width}.png"))
+        ems = browser.execute_script(
+            "var row = document.querySelector('.side tr.fact');"
+            "return row.getBoundingClientRect().height"
+            " / parseFloat(getComputedStyle(row.firstChild).fontSize);"
+        )
+        assert ems < 7  # three lines (1.45 em each), its padding and room for marks
+        assert_room_for_marks(browser, ".side .fact-name")
+
+
+def test_the_pane_takes_a_phones_width(browser: Any, tmp_path: Path, artifacts: Path) -> None:
+    # At 390 pixels the pane of a case's result was 45% of the window, 175 pixels: its
+    # JSON wrapped at 20 characters a line beside the half of the page it hid.
+    page = tmp_path / "eval.html"
+    page.write_text(render_eval_html(_document(3)), encoding="utf-8")
+    with _window(browser, 390, 844):
+        _open(browser, page)
+        browser.execute_script("document.querySelector('#cases .row').click();")
+        width = browser.execute_script(
+            "return document.getElementById('detail-pane').getBoundingClientRect().width;"
+        )
+        browser.save_screenshot(str(artifacts / "eval-pane-390.png"))
+    assert width >= 0.9 * 390

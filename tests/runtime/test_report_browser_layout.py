@@ -222,6 +222,21 @@ def test_the_header_takes_little_of_a_short_window(
 # Capitals with two marks stacked over them, and letters with a mark below the line
 VIETNAMESE = "Kế hoạch: Ẫn Ỗng Ẵm Ấy Ểu Ở Ặc Ậy Ợi Ỵ ậ ỵ ợ"
 STACKED = "a" + "\u0301" * 40 + " marked"  # forty marks, over the lines above
+# Thai with the marks that reach furthest over its letters (a vowel and a tone mark stacked
+# on a tall letter: ปื๋, ฟิ้, a third of a line over the letters' box in Garuda) and under them
+# (a vowel under a letter with a tail: ฎู, ญู, two fifths of a line under it)
+THAI = "ที่นั่ง กรุ๊ป ผู้ใหญ่ ปื๋ ฟิ้ ฎู ญู ฐู"
+
+
+def draws_thai(browser: Any) -> bool:
+    """Whether a font here draws Thai (Debian's fonts-tlwg-garuda): without one, its letters
+    are boxes on the line, with no mark over or under them, and `THAI` tests nothing."""
+    return bool(
+        browser.execute_script(
+            "var c = document.createElement('canvas').getContext('2d'); c.font = '20px sans-serif';"
+            "return c.measureText('\u0e0e\u0e39').actualBoundingBoxDescent > 6;"
+        )
+    )
 
 
 def drawn_unclipped(browser: Any, css: str, around: str, text: str) -> bool:
@@ -288,16 +303,16 @@ def marks_reach_the_line_above(browser: Any, css: str) -> bool:
 
 def room_for_marks(browser: Any, css: str) -> list[float]:
     """The least room, in em, each element at `css` leaves the marks of its text above its
-    first line and below its last: its padding where it scrolls (a scrolling box clips at
-    it), else its clip margin. Thai's stacked marks (ฟิ้) and Devanagari's below the line
-    (क्षुद्र) need a third of a line; a test cannot draw them where no font has them."""
+    first line and below its last: its padding (a scrolling box clips at it), and where
+    it does not scroll its clip margin past that. Thai's stacked marks (ฟิ้) and
+    Devanagari's below the line (क्षुद्र) need a third of a line; a test cannot draw them
+    where no font has them."""
     return list(
         browser.execute_script(
             "return Array.from(document.querySelectorAll(arguments[0])).map(function (e) {"
             " var s = getComputedStyle(e), size = parseFloat(s.fontSize);"
-            " var room = /auto|scroll/.test(s.overflowY)"
-            "  ? Math.min(parseFloat(s.paddingTop), parseFloat(s.paddingBottom))"
-            "  : parseFloat(s.overflowClipMargin) || 0;"
+            " var room = Math.min(parseFloat(s.paddingTop), parseFloat(s.paddingBottom))"
+            "  + (/auto|scroll/.test(s.overflowY) ? 0 : parseFloat(s.overflowClipMargin) || 0);"
             " return room / size; });",
             css,
         )
@@ -347,3 +362,19 @@ def test_a_vietnamese_title_is_drawn_whole_in_a_short_window(
         )
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_thai_is_drawn_whole_in_a_facts_fields(
+    browser: Any, long_page: Path, artifacts: Path, width: int
+) -> None:
+    # A fact's field (its id, its content) was clipped at its box, with room over its
+    # first line only: Thai's vowels under a letter with a tail (ฎู) were cut.
+    _open(browser, long_page, width)
+    browser.execute_script("document.querySelector('#facts .row').click();")
+    assert_room_for_marks(browser, ".detail dd")
+    if draws_thai(browser):
+        assert drawn_unclipped(browser, ".detail dd", ".detail", THAI)
+    browser.find_element("css selector", ".detail").screenshot(
+        str(artifacts / f"report-thai-fact-{width}.png")
+    )

@@ -82,7 +82,7 @@
     c.facts.forEach(function (f) {
       var trs = [], top = el("tr", "fact");
       var name = el("td"); name.colSpan = 3;
-      add(name, el("span", "badge " + f.change, f.change), document.createTextNode(" " + f.key + "/" + f.id));
+      add(name, add(el("div", "fact-name"), el("span", "badge " + f.change, f.change), document.createTextNode(" " + f.key + "/" + f.id)));
       top.appendChild(name); trs.push(top);
       var hay = [c["case"] || "", f.change, f.key + "/" + f.id];
       f.fields.forEach(function (w) {
