@@ -42,7 +42,14 @@ from typing import Any
 
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan, did_you_mean
-from converge_dsl.frontend._dataflow import KeyRead, read_span, reads, stop_guards, word_span
+from converge_dsl.frontend._dataflow import (
+    KeyRead,
+    ordinals,
+    read_span,
+    reads,
+    stop_guards,
+    word_span,
+)
 from converge_dsl.frontend._facts import PipelineFacts
 from converge_dsl.frontend._jinja_strings import spellings
 from converge_dsl.frontend._kinds import SuggestorSpec, TemplateSite
@@ -62,15 +69,14 @@ def _located(
     hint: str,
     severity: Severity = Severity.WARNING,
 ) -> Diagnostic:
-    span = read_span(doc, site.path, site.text, found[index], _nth(found, index))
+    span = read_span(doc, site.path, site.text, found[index], _nth(site, index))
     return Diagnostic.at(code, message, span, path=site.path, hint=hint, severity=severity)
 
 
-def _nth(found: tuple[KeyRead, ...], index: int) -> int:
-    """How many reads equal to `found[index]` come before it in its template (asked only
-    for a finding, so the common case hashes nothing)."""
-    read = found[index]
-    return sum(1 for other in found[:index] if other == read)
+def _nth(site: TemplateSite, index: int) -> int:
+    """How many reads equal to the template's `index`th come before it (counted once per
+    template, and only for a finding: the common case hashes nothing)."""
+    return ordinals(site.text, site.expression)[index]
 
 
 def _owner(owner: object) -> str:
@@ -106,7 +112,7 @@ def key_flow(facts: PipelineFacts) -> Iterator[Diagnostic]:
             for index, read in enumerate(found):
                 key = read.key
                 if key is None:
-                    if _nth(found, index) == 0:
+                    if _nth(site, index) == 0:
                         yield _named_later(facts, owner, site, found, index)
                 elif key not in declared:
                     if key not in guesses:
@@ -431,7 +437,7 @@ def _changing(
         found = reads(site.text, site.expression)
         for index, read in enumerate(found):
             if read.key == key:
-                span = read_span(facts.document, site.path, site.text, read, _nth(found, index))
+                span = read_span(facts.document, site.path, site.text, read, _nth(site, index))
                 return span, site.path, repr(key)
         if every_cycle and "cycle" in _names(site.text, site.expression):
             return word_span(facts.document, site.path, site.text, "cycle"), site.path, "`cycle`"
