@@ -3,8 +3,10 @@
 A fact id is shown in reports, traces, the server's events and the pages, and
 compared by people: `id_problem(text)` refuses one holding a NUL byte, another
 control character (line breaks and tabs included), a character most editors
-and pages do not show (a bidi control, a zero-width one, a line or paragraph
-separator, a byte-order mark), or a `..` segment between slashes (`a/../b`),
+and pages do not show (`converge_dsl._escapes.HIDDEN`: a bidi control, a
+zero-width space or direction mark, a line or paragraph separator, a soft
+hyphen, a byte-order mark; not the zero-width joiners, which spell words and
+emoji), or a `..` segment between slashes (`a/../b`),
 which reads as a path up a folder. Anything else is an id as before.
 `shown_id(text)` is an id fit to show and store in its place: itself when
 allowed, else its characters escaped and a `..` segment written `%2E%2E`.
@@ -14,10 +16,9 @@ from __future__ import annotations
 
 import re
 
-from converge_dsl._escapes import escaped
+from converge_dsl._escapes import HIDDEN, escaped
 
-# C0 and C1 controls, DEL; bidi controls; zero-width and direction marks; separators; BOM.
-_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_HIDDEN = re.compile(HIDDEN)
 _PARENT = re.compile(r"(?:^|(?<=[/\\]))\.\.(?=[/\\]|$)")
 
 

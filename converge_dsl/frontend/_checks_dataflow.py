@@ -37,10 +37,12 @@ it says nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._escapes import HIDDEN
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan, did_you_mean
 from converge_dsl.frontend._dataflow import (
     KeyRead,
@@ -179,7 +181,9 @@ def _unknown(
         hint=f"did you mean {guess!r}?" if guess else f"declare it: keys: [{{name: {key}}}]",
         severity=Severity.ERROR,
     )
-    unshown = [char for char in dict.fromkeys(str(key)) if not char.isprintable()]
+    # a hidden character, or a space that is not U+0020 (the message shows both escaped)
+    noted = f"{HIDDEN}|[^\\S ]"
+    unshown = [char for char in dict.fromkeys(str(key)) if re.match(noted, char)]
     span = diagnostic.span
     if not unshown or span is None or span.line != span.end_line:
         return diagnostic
