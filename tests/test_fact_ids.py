@@ -37,6 +37,8 @@ def test_ids_allowed_as_before(text: str) -> None:
         ("a/../b", "has '..' as a path segment (a folder up)", "a/%2E%2E/b"),
         ("a\\..", "has '..' as a path segment (a folder up)", "a\\\\%2E%2E"),
         ("x\\x00", None, "x\\x00"),  # a backslash and text: visible
+        ("%2E%2E/a\x00", "holds a NUL byte", "%252E%252E/a\\x00"),
+        ("50%\t", "holds a control character (U+0009)", "50%25\\x09"),
     ],
 )
 def test_refused_ids_say_why_and_show_escaped(text: str, problem: str | None, shown: str) -> None:
@@ -52,3 +54,8 @@ def test_what_a_page_or_terminal_acts_on_is_hidden() -> None:
 
     acted_on = [chr(code) for code in range(0x10000) if re.match(UNSHOWN, chr(code))]
     assert all(re.match(HIDDEN, char) for char in acted_on)
+
+
+def test_two_refused_ids_are_never_shown_alike() -> None:
+    # before, both were shown '%2E%2E/a\x00': the second rejection's fact was lost
+    assert shown_id("../a\x00") != shown_id("%2E%2E/a\x00")
