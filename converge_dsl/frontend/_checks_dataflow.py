@@ -344,13 +344,32 @@ def refused_ids(facts: PipelineFacts) -> Iterator[Diagnostic]:
         if problem is not None:
             hint = "write an id of visible characters, with no '..' path segment"
             if str(item_id).endswith("\n"):
-                hint += " (a block scalar `|` keeps its last line break; `|-` drops it)"
+                hint += _line_break_hint(facts.document, path)
             yield facts.error(
                 codes.FACT_ID_REFUSED,
                 f"fact id {item_id!r} {problem}: the run's gate would reject it",
                 path,
                 hint=hint,
             )
+
+
+def _line_break_hint(doc: LoadedDocument, path: JsonPath) -> str:
+    """What makes the id at `path` end in a line break, for its scalar's style."""
+    location = doc.source_map.get(path)
+    style = None if location is None else location.style
+    if location is not None and style in ("|", ">"):
+        span = location.span
+        header = re.match(r"[|>][1-9]?[+-]?[1-9]?", doc.line(span.line)[span.column - 1 :])
+        indicator = style if header is None else header.group()
+        if "+" in indicator:
+            return (
+                f" (a block scalar `{indicator}` keeps every line break at its end;"
+                f" `{style}-` drops them)"
+            )
+        return f" (a block scalar `{indicator}` keeps its last line break; `{style}-` drops it)"
+    if style == '"':
+        return " (the quoted string ends in a line break, `\\n`: remove it)"
+    return " (it ends in a line break: remove it)"
 
 
 def same_id_other_content(facts: PipelineFacts) -> Iterator[Diagnostic]:
