@@ -2,6 +2,9 @@
 
 `UNSHOWN` is the class of characters a terminal or a page would act on: C0 but
 newline and tab, DEL, C1 and the bidi controls (U+202A-U+202E, U+2066-U+2069).
+`HIDDEN`, a wider one, is what a reader does not see as itself: what a fact id
+may not hold (`converge_dsl._fact_ids`) and what a message naming a key says
+how the file writes (CD250).
 `escaped(match)` is a matched character's visible escape, `\\xNN` below U+0100
 and `\\uNNNN` above: what `frontend.terminal_safe`, the pages' `page_text` and
 a location's file name (`diagnostics.one_line`) show in its place.
@@ -21,6 +24,12 @@ if TYPE_CHECKING:
     import re
 
 UNSHOWN = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+# What a reader does not see as itself: `UNSHOWN`, newline and tab, the soft hyphen, the
+# zero-width space, the direction marks, the line and paragraph separators, the word
+# joiner and invisible operators, the byte-order mark. Not the zero-width non-joiner and
+# joiner (U+200C, U+200D): Persian and Indic words are spelled with them and emoji
+# sequences are joined by them (the pages show one outside an emoji sequence marked).
+HIDDEN = "[\x00-\x1f\x7f-\x9f\xad\u200b\u200e\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
 
 
 def escaped(found: re.Match[str]) -> str:

@@ -3,21 +3,24 @@
 A fact id is shown in reports, traces, the server's events and the pages, and
 compared by people: `id_problem(text)` refuses one holding a NUL byte, another
 control character (line breaks and tabs included), a character most editors
-and pages do not show (a bidi control, a zero-width one, a line or paragraph
-separator, a byte-order mark), or a `..` segment between slashes (`a/../b`),
+and pages do not show (`converge_dsl._escapes.HIDDEN`: a bidi control, a
+zero-width space or direction mark, a line or paragraph separator, a soft
+hyphen, a byte-order mark; not the zero-width joiners, which spell words and
+emoji), or a `..` segment between slashes (`a/../b`),
 which reads as a path up a folder. Anything else is an id as before.
 `shown_id(text)` is an id fit to show and store in its place: itself when
-allowed, else its characters escaped and a `..` segment written `%2E%2E`.
+allowed, else its characters escaped, `%` written `%25` and a `..` segment
+`%2E%2E` (one to one: two refused ids never show alike); `written_id(text)`, the
+same escape of its characters alone, is how a refusal's reason quotes it.
 """
 
 from __future__ import annotations
 
 import re
 
-from converge_dsl._escapes import escaped
+from converge_dsl._escapes import HIDDEN, escaped
 
-# C0 and C1 controls, DEL; bidi controls; zero-width and direction marks; separators; BOM.
-_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_HIDDEN = re.compile(HIDDEN)
 _PARENT = re.compile(r"(?:^|(?<=[/\\]))\.\.(?=[/\\]|$)")
 
 
@@ -37,8 +40,14 @@ def id_problem(text: str) -> str | None:
 
 def shown_id(text: str) -> str:
     """`text` when it is an allowed id, else a form of it that is one (to show and
-    store where the refused id would go)."""
+    store where the refused id would go): `written_id`'s, with `%` written `%25` and a
+    `..` segment `%2E%2E`, so two refused ids are never shown alike."""
     if id_problem(text) is None:
         return text
-    visible = _HIDDEN.sub(escaped, text.replace("\\", "\\\\"))
-    return _PARENT.sub("%2E%2E", visible)
+    return _PARENT.sub("%2E%2E", written_id(text).replace("%", "%25"))
+
+
+def written_id(text: str) -> str:
+    """`text` with its hidden characters escaped (`\\x00`, `\\u202e`) and a backslash
+    doubled: how a refusal's reason quotes the id (`id 'a\\x00b' holds a NUL byte`)."""
+    return _HIDDEN.sub(escaped, text.replace("\\", "\\\\"))

@@ -9,8 +9,13 @@ from converge_dsl._fact_ids import id_problem, shown_id
 
 @pytest.mark.parametrize(
     "text",
-    ["t1", "nordics", "validation:rejected:x", "a/b", "v1.2", "a..b", "./a", "...", "é ü 中"],
-)
+    [
+        "t1", "nordics", "validation:rejected:x", "a/b", "v1.2", "a..b", "./a", "...", "é ü 中",
+        # zero-width non-joiner and joiner: Persian spelling, emoji sequences
+        "فارسی\u200cنیم", "\U0001f468\u200d\U0001f469\u200d\U0001f467 family",
+        "flag\U0001f3f3\ufe0f\u200d\U0001f308", "a\xa0b",
+    ],
+)  # fmt: skip
 def test_ids_allowed_as_before(text: str) -> None:
     assert id_problem(text) is None
     assert shown_id(text) == text
@@ -25,13 +30,32 @@ def test_ids_allowed_as_before(text: str) -> None:
         ("a\u202eb", "holds a hidden character (U+202E)", "a\\u202eb"),
         ("a\u200bb", "holds a hidden character (U+200B)", "a\\u200bb"),
         ("a\ufeff", "holds a hidden character (U+FEFF)", "a\\ufeff"),
+        ("a\u200eb", "holds a hidden character (U+200E)", "a\\u200eb"),
+        ("a\u2028b", "holds a hidden character (U+2028)", "a\\u2028b"),
+        ("a\xadb", "holds a hidden character (U+00AD)", "a\\xadb"),
         ("..", "has '..' as a path segment (a folder up)", "%2E%2E"),
         ("a/../b", "has '..' as a path segment (a folder up)", "a/%2E%2E/b"),
         ("a\\..", "has '..' as a path segment (a folder up)", "a\\\\%2E%2E"),
         ("x\\x00", None, "x\\x00"),  # a backslash and text: visible
+        ("%2E%2E/a\x00", "holds a NUL byte", "%252E%252E/a\\x00"),
+        ("50%\t", "holds a control character (U+0009)", "50%25\\x09"),
     ],
 )
 def test_refused_ids_say_why_and_show_escaped(text: str, problem: str | None, shown: str) -> None:
     assert id_problem(text) == problem
     assert shown_id(text) == shown
     assert id_problem(shown) is None
+
+
+def test_what_a_page_or_terminal_acts_on_is_hidden() -> None:
+    import re
+
+    from converge_dsl._escapes import HIDDEN, UNSHOWN
+
+    acted_on = [chr(code) for code in range(0x10000) if re.match(UNSHOWN, chr(code))]
+    assert all(re.match(HIDDEN, char) for char in acted_on)
+
+
+def test_two_refused_ids_are_never_shown_alike() -> None:
+    # before, both were shown '%2E%2E/a\x00': the second rejection's fact was lost
+    assert shown_id("../a\x00") != shown_id("%2E%2E/a\x00")

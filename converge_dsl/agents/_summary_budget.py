@@ -45,12 +45,15 @@ class SummaryBudget(Record):
         return self.expected_summary_bytes * self.cost_floor_multiple
 
     def refusal(self, calls_made: int, chars: int) -> str | None:
-        """Why a span of `chars` gets the stub without a call, or None if a call fits."""
+        """Why a span of `chars` gets the stub without a call, or None if a call fits. The
+        floor is compared exactly (`_exact_floor`), as `never_calls` does: what validate
+        accepts the run accepts (100 x 0.07 is 7, not the float 7.000000000000001)."""
         if calls_made >= self.max_calls:
             return "budget_exhausted"
         if chars > self.max_input_chars:
             return "over_budget"
-        if chars < self.floor_chars:
+        floor = self._exact_floor()
+        if floor is None or chars < floor:
             return "below_floor"
         return None
 
@@ -70,33 +73,40 @@ class SummaryBudget(Record):
 
     @property
     def multiple_text(self) -> str:
-        """`cost_floor_multiple` as written (`4`, `1.5`, `1.0000001`): `:g` when that is exact."""
-        multiple = self.cost_floor_multiple
-        if isinstance(multiple, int):
-            return str(multiple)
-        short = format(multiple, "g")
-        return short if float(short) == multiple else repr(multiple)
+        """`cost_floor_multiple` as written (`4`, `1.5`, `1.0000001`, `1e+308`), in the
+        form of `floor_text`."""
+        written = self._written_multiple()
+        return _shown(written) if written.is_finite() else str(self.cost_floor_multiple)
 
     @property
     def floor_text(self) -> str:
-        """`floor_chars`, exactly (`9223372036854775807`, `2.5`)."""
+        """`floor_chars`, exactly (`9223372036854775807`, `2.5`, `9.223372036854775807e+326`)."""
         floor = self._exact_floor()
-        if floor is None:
-            return format(self.floor_chars, "g")
-        if floor == floor.to_integral_value():
-            text = str(int(floor))
-            return text if len(text) <= 40 else str(floor.normalize())
-        return format(floor.normalize(), "f")
+        return format(self.floor_chars, "g") if floor is None else _shown(floor)
+
+    def _written_multiple(self) -> Decimal:
+        """The multiple as its shortest text, which is what was written."""
+        from decimal import Decimal
+
+        multiple = self.cost_floor_multiple
+        return Decimal(multiple if isinstance(multiple, int) else repr(multiple))
 
     def _exact_floor(self) -> Decimal | None:
         """expected_summary_bytes x cost_floor_multiple in exact decimal arithmetic (the
-        multiple as its shortest text, which is what was written); None if not finite."""
+        multiple as written); None if not finite. What validate and the run both compare."""
         from decimal import Decimal, localcontext
 
-        multiple = self.cost_floor_multiple
-        written = Decimal(multiple if isinstance(multiple, int) else repr(multiple))
+        written = self._written_multiple()
         if not written.is_finite():
             return None
         with localcontext() as exact:
             exact.prec = 100  # 19 digits times 17: every product is exact
             return Decimal(self.expected_summary_bytes) * written
+
+
+def _shown(number: Decimal) -> str:
+    """`number` as plain decimal digits (`1600`, `0.07`), or in e-notation past 40 digits
+    or 6 leading zeros (`1e+308`, `9.223372036854775807e+326`): one form for every number
+    of the message."""
+    number = number.normalize()
+    return format(number, "f") if -7 < number.adjusted() < 40 else format(number, "e")

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from converge_dsl._fact_ids import id_problem
+from converge_dsl._fact_ids import id_problem, written_id
 from converge_dsl._json_types import JsonSchema
 from converge_dsl.engine._data import KeySchemas, json_problem
 from converge_dsl.engine.types import FrozenDict, ProposedFact, canonical_json, freeze_json
@@ -71,7 +71,7 @@ class PromotionGate:
             return "blank id"
         problem = id_problem(proposal.id)
         if problem is not None:
-            return f"id {proposal.id!r} {problem}"
+            return f"id '{written_id(proposal.id)}' {problem}"
         text, data = proposal.content, proposal.data
         evidence = getattr(proposal, "checked", None)  # unset in an unpickled proposal
         if evidence is not None and not self._schemas.vouched(proposal.key, evidence):

@@ -37,12 +37,21 @@ it says nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._escapes import HIDDEN
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan, did_you_mean
-from converge_dsl.frontend._dataflow import KeyRead, read_span, reads, stop_guards, word_span
+from converge_dsl.frontend._dataflow import (
+    KeyRead,
+    ordinals,
+    read_span,
+    reads,
+    stop_guards,
+    word_span,
+)
 from converge_dsl.frontend._facts import PipelineFacts
 from converge_dsl.frontend._jinja_strings import spellings
 from converge_dsl.frontend._kinds import SuggestorSpec, TemplateSite
@@ -62,15 +71,14 @@ def _located(
     hint: str,
     severity: Severity = Severity.WARNING,
 ) -> Diagnostic:
-    span = read_span(doc, site.path, site.text, found[index], _nth(found, index))
+    span = read_span(doc, site.path, site.text, found[index], _nth(site, index))
     return Diagnostic.at(code, message, span, path=site.path, hint=hint, severity=severity)
 
 
-def _nth(found: tuple[KeyRead, ...], index: int) -> int:
-    """How many reads equal to `found[index]` come before it in its template (asked only
-    for a finding, so the common case hashes nothing)."""
-    read = found[index]
-    return sum(1 for other in found[:index] if other == read)
+def _nth(site: TemplateSite, index: int) -> int:
+    """How many reads equal to the template's `index`th come before it (counted once per
+    template, and only for a finding: the common case hashes nothing)."""
+    return ordinals(site.text, site.expression)[index]
 
 
 def _owner(owner: object) -> str:
@@ -106,7 +114,7 @@ def key_flow(facts: PipelineFacts) -> Iterator[Diagnostic]:
             for index, read in enumerate(found):
                 key = read.key
                 if key is None:
-                    if _nth(found, index) == 0:
+                    if _nth(site, index) == 0:
                         yield _named_later(facts, owner, site, found, index)
                 elif key not in declared:
                     if key not in guesses:
@@ -173,7 +181,9 @@ def _unknown(
         hint=f"did you mean {guess!r}?" if guess else f"declare it: keys: [{{name: {key}}}]",
         severity=Severity.ERROR,
     )
-    unshown = [char for char in dict.fromkeys(str(key)) if not char.isprintable()]
+    # a hidden character, or a space that is not U+0020 (the message shows both escaped)
+    noted = f"{HIDDEN}|[^\\S ]"
+    unshown = [char for char in dict.fromkeys(str(key)) if re.match(noted, char)]
     span = diagnostic.span
     if not unshown or span is None or span.line != span.end_line:
         return diagnostic
@@ -334,13 +344,32 @@ def refused_ids(facts: PipelineFacts) -> Iterator[Diagnostic]:
         if problem is not None:
             hint = "write an id of visible characters, with no '..' path segment"
             if str(item_id).endswith("\n"):
-                hint += " (a block scalar `|` keeps its last line break; `|-` drops it)"
+                hint += _line_break_hint(facts.document, path)
             yield facts.error(
                 codes.FACT_ID_REFUSED,
                 f"fact id {item_id!r} {problem}: the run's gate would reject it",
                 path,
                 hint=hint,
             )
+
+
+def _line_break_hint(doc: LoadedDocument, path: JsonPath) -> str:
+    """What makes the id at `path` end in a line break, for its scalar's style."""
+    location = doc.source_map.get(path)
+    style = None if location is None else location.style
+    if location is not None and style in ("|", ">"):
+        span = location.span
+        header = re.match(r"[|>][1-9]?[+-]?[1-9]?", doc.line(span.line)[span.column - 1 :])
+        indicator = style if header is None else header.group()
+        if "+" in indicator:
+            return (
+                f" (a block scalar `{indicator}` keeps every line break at its end;"
+                f" `{style}-` drops them)"
+            )
+        return f" (a block scalar `{indicator}` keeps its last line break; `{style}-` drops it)"
+    if style == '"':
+        return " (the quoted string ends in a line break, `\\n`: remove it)"
+    return " (it ends in a line break: remove it)"
 
 
 def same_id_other_content(facts: PipelineFacts) -> Iterator[Diagnostic]:
@@ -431,7 +460,7 @@ def _changing(
         found = reads(site.text, site.expression)
         for index, read in enumerate(found):
             if read.key == key:
-                span = read_span(facts.document, site.path, site.text, read, _nth(found, index))
+                span = read_span(facts.document, site.path, site.text, read, _nth(site, index))
                 return span, site.path, repr(key)
         if every_cycle and "cycle" in _names(site.text, site.expression):
             return word_span(facts.document, site.path, site.text, "cycle"), site.path, "`cycle`"

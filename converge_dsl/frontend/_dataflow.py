@@ -15,7 +15,8 @@ else from Jinja's parse (`_jinja_parse.parse`, shared with the other checks):
 both are read by class and field names. A fast-path tree is shared by every
 text that differs only in its literals, so its reads are found once per tree,
 with literals as `Slot`s, and resolved per text. `read_span` locates a read in
-the file, at the key's own characters inside the string.
+the file, at the key's own characters inside the string: every read of a
+template is located in one pass over its text, however many are reported.
 
 `misfit_calls` lists the calls of the context functions whose arguments do
 not fit their parameters (`fact('K')`), from the same trees.
@@ -29,7 +30,7 @@ order first read.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -114,6 +115,17 @@ def reads(text: str, expression: bool) -> tuple[KeyRead, ...]:
     _walk(ast, _bound(ast), raw)
     for via, style, ref in raw:
         _add(found, via, style, _resolved(ref, ()))
+    return tuple(found)
+
+
+@lru_cache(maxsize=64)
+def ordinals(text: str, expression: bool) -> tuple[int, ...]:
+    """For each read of `reads(text, expression)`, how many equal reads come before it."""
+    seen: dict[KeyRead, int] = {}
+    found: list[int] = []
+    for read in reads(text, expression):
+        found.append(seen.get(read, 0))
+        seen[read] = found[-1] + 1
     return tuple(found)
 
 
@@ -368,21 +380,46 @@ def inferred_dependencies(
     return tuple(keys)
 
 
-_OPENERS = {"[": r"\s*\[", "get": r"\s*\.\s*get\s*\(", "(": r"\s*\("}  # by read style
+@lru_cache(maxsize=256)
+def _unnamed_spans(text: str, via: str, style: str) -> tuple[tuple[int, int], ...]:
+    """Where each read through `via` written as `style` whose key is named at run time is,
+    in `text`: the `via`'s characters."""
+    tail = {
+        "": r"(?:\s*\.\s*(?:items|keys|values)\b|\b(?!\s*[\[(.]))",
+        "(": r"\s*\((?!\s*['\"])",
+        "[": r"\s*\[(?!\s*['\"])",
+        "get": r"\s*\.\s*get\s*\((?!\s*['\"])",
+    }[style]
+    pattern = re.compile(rf"(?<![\w.])(?P<via>{via}){tail}")
+    return tuple(match.span("via") for match in pattern.finditer(text))
 
 
-def _pattern(read: KeyRead) -> re.Pattern[str]:
-    """Where `read` is written in its template; group `key` is what a diagnostic marks."""
-    via = rf"(?<![\w.])(?P<via>{read.via})"
-    if read.key is None:
-        tail = {
-            "": r"(?:\s*\.\s*(?:items|keys|values)\b|\b(?!\s*[\[(.]))",
-            "(": r"\s*\((?!\s*['\"])",
-            "[": r"\s*\[(?!\s*['\"])",
-            "get": r"\s*\.\s*get\s*\((?!\s*['\"])",
-        }[read.style]
-        return re.compile(via + tail)
-    return re.compile(rf"{via}\s*\.\s*(?P<key>{re.escape(read.key)})(?!\w)")
+_VIA = "|".join(sorted(NAMESPACES | FUNCTIONS))
+# A key read by name: `facts.K` (group `attr`), or the opening of its literal argument:
+# `facts.get(`, `facts[`, `count(`.
+_NAMED = re.compile(
+    rf"(?<![\w.])(?P<via>{_VIA})"
+    r"(?:\s*\.\s*(?P<get>get\s*\()|\s*\.\s*(?P<attr>\w+)|(?P<item>\s*\[)|(?P<call>\s*\())"
+)
+_Spans = dict[tuple[str, str, str], list[tuple[int, int]]]
+
+
+@lru_cache(maxsize=64)
+def _spans(text: str) -> _Spans:
+    """(key, via, style) -> where each read of it is written in `text`, in order: every
+    read found in one pass over the text (a template may hold thousands; each is located
+    once, however many of them a check reports)."""
+    found: _Spans = {}
+    for match in _NAMED.finditer(text):
+        via, attr = match["via"], match["attr"]
+        if attr is not None:
+            found.setdefault((attr, via, "."), []).append(match.span("attr"))
+            continue
+        style = "get" if match["get"] is not None else "[" if match["item"] is not None else "("
+        argument = _joined_keys.argument(text, match.end())
+        if argument is not None:
+            found.setdefault((argument[0], via, style), []).append(argument[1])
+    return found
 
 
 def read_span(
@@ -392,25 +429,13 @@ def read_span(
     the key's characters inside the string (the joined literals of a joined key, the
     function or namespace for a key named at run time), mapped through the source map; the
     template's first line if not found."""
-    if read.key is None or read.style == ".":
-        group = "via" if read.key is None else "key"
-        spans = [match.span(group) for match in _pattern(read).finditer(text)]
+    if read.key is None:
+        spans: Sequence[tuple[int, int]] = _unnamed_spans(text, read.via, read.style)
     else:
-        spans = _literal_spans(text, read)
+        spans = _spans(text).get((read.key, read.via, read.style), ())
     if not spans:
         return doc.template_span(path, None)
     return doc.text_span(path, text, *spans[min(nth, len(spans) - 1)])
-
-
-def _literal_spans(text: str, read: KeyRead) -> list[tuple[int, int]]:
-    """Where `read`'s key is written as the string literal (or literals joined by `~` or
-    `+`) that is the whole argument, escapes read as Jinja reads them."""
-    found = []
-    for match in re.finditer(rf"(?<![\w.]){read.via}{_OPENERS[read.style]}", text):
-        span = _joined_keys.span(text, match.end(), str(read.key))
-        if span is not None:
-            found.append(span)
-    return found
 
 
 def word_span(doc: LoadedDocument, path: JsonPath, text: str, word: str) -> SourceSpan:

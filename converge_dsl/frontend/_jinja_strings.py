@@ -31,9 +31,13 @@ _NAMED |= {"n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 
 
 def _escaped(escape: str) -> str | None:
-    """The text Jinja makes of one escape (`\\x1b`, `\\n`, `\\e`); None for a `\\N{...}`
-    that names no character or a `\\U` beyond Unicode (Jinja refuses the template)."""
+    """The text Jinja makes of one escape (`\\x1b`, `\\n`, `\\e`); None where Jinja
+    refuses the template: a `\\x`, `\\u`, `\\U` or `\\N` not followed by what it
+    takes (`\\xZZ`, `\\u12`, `\\N` with no `{name}`), a `\\N{...}` that names no
+    character, a `\\U` beyond Unicode."""
     letter = escape[1]
+    if letter in "xuUN" and len(escape) == 2:
+        return None
     if letter in _NAMED and len(escape) == 2:
         return _NAMED[letter]
     if letter in "xuU" and len(escape) > 2:

@@ -8,9 +8,10 @@ literals are joined here, and only within hard bounds (`MAX_PARTS` literals,
 the analysis slow or large; beyond them the key is named at run time, as any
 other computed key is.
 
-`span(text, start, key)` finds a key's argument in a template's text (for the
+`argument(text, start)` reads a key's argument in a template's text (for the
 diagnostic's caret), one literal or joined ones, escapes read as Jinja reads
-them: from just after the call's `(` or the item's `[`.
+them: from just after the call's `(` or the item's `[`; `span(text, start,
+key)` is where it is when it makes `key`.
 """
 
 from __future__ import annotations
@@ -85,9 +86,17 @@ _PIECE = re.compile(rf"\s*(?:(?P<text>{LITERAL})|(?P<op>[~+])|(?P<open>\()|(?P<c
 
 def span(text: str, start: int, key: str) -> tuple[int, int] | None:
     """(start, end) in `text` of the argument that begins at `start` when it is string
-    literals (one, or joined by `~` and `+`) that make `key` and nothing else, up to the
+    literals that make `key` and nothing else (`argument`); else None."""
+    found = argument(text, start)
+    return found[1] if found is not None and found[0] == key else None
+
+
+def argument(text: str, start: int) -> tuple[str, tuple[int, int]] | None:
+    """(the key, its (start, end) in `text`) of the argument that begins at `start` when
+    it is string literals (one, or joined by `~` and `+`) and nothing else, up to the
     argument's end (a `)`, `]` or `,` outside their parentheses): one literal's characters
-    inside its quotes, or the joined literals from the first quote to the last; else None."""
+    inside its quotes, or the joined literals from the first quote to the last; else None.
+    It reads at most `MAX_NODES` pieces, whatever follows."""
     values: list[str] = []
     first = last = -1
     depth = 0
@@ -113,6 +122,6 @@ def span(text: str, start: int, key: str) -> tuple[int, int] | None:
             depth -= 1
     else:
         return None
-    if not values or "".join(values) != key:
+    if not values:
         return None
-    return (first + 1, last - 1) if len(values) == 1 else (first, last)
+    return "".join(values), ((first + 1, last - 1) if len(values) == 1 else (first, last))

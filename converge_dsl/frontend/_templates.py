@@ -287,11 +287,28 @@ def _list(words: frozenset[str]) -> str:
 
 
 def _find(doc: LoadedDocument, path: JsonPath, text: str, word: str) -> SourceSpan:
-    """The span of the first whole-word `word` in the template, mapped onto the file."""
-    match = re.search(rf"(?<![\w.]){re.escape(word)}\b", text) or re.search(
-        rf"\b{re.escape(word)}\b", text
-    )
-    if match is None:
+    """The span of the first whole-word `word` in the template (one not after a `.` first),
+    mapped onto the file."""
+    start = _first_words(text).get(word)
+    if start is None and re.fullmatch(r"\w+", word) is None:
+        match = re.search(rf"(?<![\w.]){re.escape(word)}\b", text) or re.search(
+            rf"\b{re.escape(word)}\b", text
+        )
+        start = None if match is None else match.start()
+    if start is None:
         return doc.template_span(path, None)
-    lineno = text.count("\n", 0, match.start()) + 1
+    lineno = text.count("\n", 0, start) + 1
     return doc.template_span(path, lineno, word)
+
+
+@lru_cache(maxsize=64)
+def _first_words(text: str) -> dict[str, int]:
+    """Where each whole word of `text` is first written, not after a `.` if it is so
+    anywhere: found in one pass (a template may hold thousands of unknown names)."""
+    first: dict[str, int] = {}
+    after_dot: dict[str, int] = {}
+    for match in re.finditer(r"\w+", text):
+        start = match.start()
+        found = after_dot if start and text[start - 1] == "." else first
+        found.setdefault(match.group(), start)
+    return after_dot | first

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -111,3 +112,28 @@ def test_never_calls_shows_the_arithmetic() -> None:
         "expected_summary_bytes 400 x cost_floor_multiple 4 = 1600 > max_input_chars 1000"
     )
     assert SummaryBudget(0, 1000, 1, 1, 1).never_calls() == "max_calls is 0"
+
+
+def test_the_run_compares_the_floor_exactly_as_validate_does() -> None:
+    # before, validate said 100 x 0.07 = 7 fits 7 characters while the run computed the
+    # float 7.000000000000001 and refused every span below the floor
+    budget = SummaryBudget(2, 7, 5, 100, 0.07)
+    assert budget.never_calls() is None
+    assert budget.refusal(0, 7) is None
+    assert budget.refusal(0, 6) == "below_floor"
+    assert SummaryBudget(2, 7, 5, 1, float("inf")).refusal(0, 7) == "below_floor"
+
+
+@pytest.mark.parametrize(
+    ("size", "multiple", "shown"),
+    [
+        (9223372036854775807, 1e308, "cost_floor_multiple 1e+308 = 9.223372036854775807e+326"),
+        (400, 4, "cost_floor_multiple 4 = 1600"),
+        (999, 1.0011, "cost_floor_multiple 1.0011 = 1000.0989"),
+        (10**12, 1e-7, "cost_floor_multiple 1e-7 = 100000"),
+    ],
+)
+def test_never_calls_shows_every_number_in_one_form(size: int, multiple: float, shown: str) -> None:
+    why = SummaryBudget(1, 1, 1, size, multiple).never_calls()
+    assert why is not None
+    assert shown in why

@@ -156,13 +156,29 @@ def test_a_refused_id_is_rejected_and_not_carried_on_as_it_is() -> None:
     assert reasons == {
         "validation:rejected:a\\x00b": "id 'a\\x00b' holds a NUL byte",
         "validation:rejected:%2E%2E/up": "id '../up' has '..' as a path segment (a folder up)",
-        "validation:rejected:line\\x0abreak": "id 'line\\nbreak' holds a control character "
+        "validation:rejected:line\\x0abreak": "id 'line\\x0abreak' holds a control character "
         "(U+000A)",
         "validation:rejected:seed\\u202e": "id 'seed\\u202e' holds a hidden character (U+202E)",
     }
     rejected = result.context.fact("diagnostic", "validation:rejected:a\\x00b")
     assert rejected is not None
     assert rejected.data["proposal"] == "a\\x00b"
+
+
+def test_two_refused_ids_keep_a_rejection_each() -> None:
+    # before, both were shown '%2E%2E/a\x00' and the second rejection's fact was dropped
+    engine = Engine()
+    engine.register(
+        FnSuggestor(
+            "s", [], emit(P("hypotheses", "../a\x00", "x"), P("hypotheses", "%2E%2E/a\x00", "x"))
+        )
+    )
+    result = run(engine, [])
+    reasons = {f.id: f.data["reason"] for f in result.context.get("diagnostic")}
+    assert reasons == {
+        "validation:rejected:%2E%2E/a\\x00": "id '../a\\x00' holds a NUL byte",
+        "validation:rejected:%252E%252E/a\\x00": "id '%2E%2E/a\\x00' holds a NUL byte",
+    }
 
 
 def test_rejections_become_diagnostic_facts_with_the_reason() -> None:

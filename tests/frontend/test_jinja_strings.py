@@ -36,8 +36,24 @@ def test_unescape_agrees_with_jinja(literal: str) -> None:
     assert unescape(literal) == const.value
 
 
-@pytest.mark.parametrize("literal", ["'\\N{NO SUCH CHARACTER}'", "'\\U00110000'"])
+@pytest.mark.parametrize(
+    "literal",
+    [
+        "'\\N{NO SUCH CHARACTER}'",
+        "'\\U00110000'",
+        # truncated or malformed: before, kept as text, as if Jinja accepted them
+        "'\\xZZ'",
+        "'a\\u12'",
+        "'\\U0001F60'",
+        "'\\N'",
+        "'\\N{open'",
+    ],
+)
 def test_a_literal_jinja_refuses_has_no_value(literal: str) -> None:
+    from jinja2 import Environment, TemplateSyntaxError
+
+    with pytest.raises(TemplateSyntaxError):
+        Environment().parse("{{ " + literal + " }}")
     assert unescape(literal) is None
 
 

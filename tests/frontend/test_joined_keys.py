@@ -58,17 +58,18 @@ def test_a_joined_key_beyond_the_bounds_is_named_at_run_time() -> None:
 
 
 def _bounded(build: Any) -> None:
-    """`build()` (a tree) is read in bounded time and memory."""
+    """`build()` (a tree) is read in bounded time and memory: CPU time, not the wall
+    clock, so a loaded machine does not fail it (the bounded read takes microseconds)."""
     tree = build()
     tracemalloc.start()
-    started = time.perf_counter()
+    started = time.process_time()
     try:
         found = _joined_keys.parts(tree)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert found is None
-    assert time.perf_counter() - started < 0.05
+    assert time.process_time() - started < 0.5
     assert peak < 50_000
 
 
@@ -126,9 +127,9 @@ def test_a_huge_literal_is_not_copied() -> None:
     ids=["many", "many-plus", "deep", "deeper", "huge"],
 )
 def test_hostile_joins_are_read_quickly(text: str, key: str | None) -> None:
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: a loaded machine does not fail it
     assert reads(text, True)[0].key == key
-    assert time.perf_counter() - started < 2
+    assert time.process_time() - started < 5
 
 
 def test_the_span_of_a_joined_key_stops_at_its_argument() -> None:

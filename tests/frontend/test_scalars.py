@@ -54,9 +54,9 @@ def test_a_huge_integer_is_refused_without_conversion() -> None:
     before = sys.get_int_max_str_digits()
     sys.set_int_max_str_digits(0)
     try:
-        start = time.perf_counter()
+        start = time.process_time()  # CPU time: a loaded machine does not fail it
         assert _problems("a: " + "7" * 2_000_000 + "\n") == [(codes.NUMBER_OUT_OF_RANGE, 1, 4)]
-        assert time.perf_counter() - start < 5
+        assert time.process_time() - start < 5
     finally:
         sys.set_int_max_str_digits(before)
 
