@@ -37,6 +37,7 @@ from ._executors import Executor, workers
 from ._executors import start as start_workers
 from ._limits import Limits, Retention
 from ._service import RunService
+from ._stopping import FORCED_S, STOP_S
 from ._store import RunStore
 from ._tokens import TokenFile
 
@@ -205,6 +206,7 @@ def _server(
     still runs the application's shutdown, which uvicorn then skips (the service's stop,
     at once), and says so in one line (`FORCED_STOP`). The stop contract:
     docs/architecture.md, "Stopping the service"."""
+    import asyncio
     import logging
     import signal
     import threading
@@ -226,6 +228,11 @@ def _server(
             # Its stop, forced, takes no wait (docs/serve.md).
             if not self.lifespan.shutdown_event.is_set():
                 await self.lifespan.shutdown()
+            # The service's stop ended the event streams (without `end`, as a SIGTERM's):
+            # their connections close now, none cancelled at the loop's end.
+            tasks = set(self.server_state.tasks)
+            if tasks:
+                await asyncio.wait(tasks, timeout=FORCED_S)
             logging.getLogger("uvicorn.error").warning(FORCED_STOP)
 
         def handle_exit(self, sig: int, frame: Any) -> None:
@@ -278,7 +285,7 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
         access_log=False,
         lifespan="on",
         timeout_keep_alive=5,
-        timeout_graceful_shutdown=5,  # the service's stop as long at most (`STOP_S`)
+        timeout_graceful_shutdown=STOP_S,
         # Connections at once: every run a pipeline may hold (running and waiting), and as
         # many again for event streams and reads; past that the answer is 503 (CD447).
         limit_concurrency=2
