@@ -202,7 +202,10 @@ def _server(
     `serve` normally after a SIGINT or SIGTERM it shut down gracefully for. uvicorn's own
     `capture_signals` raises a caught signal again once the server stopped (exit 130 or
     -15); this one installs the same handler (`handle_exit`: a graceful shutdown, a
-    second SIGINT forces it) and only puts the previous handlers back. A forced exit
+    second SIGINT forces it) and, once it served, ignores SIGINT and SIGTERM until
+    `restore_signals` puts the previous handlers back (`serve`, once the state is
+    closed): a late second Ctrl-C while the process closes ends it as one a moment
+    earlier, exit 0, not as a `KeyboardInterrupt` (exit 130). A forced exit
     still runs the application's shutdown, which uvicorn then skips (the service's stop,
     at once), and says so in one line (`FORCED_STOP`). The stop contract:
     docs/architecture.md, "Stopping the service"."""
@@ -210,10 +213,18 @@ def _server(
     import logging
     import signal
     import threading
+    from signal import SIGINT, SIGTERM
 
     import uvicorn
 
     class Server(uvicorn.Server):
+        def __init__(self, config: Any) -> None:
+            super().__init__(config)
+            # The handlers before it served (not asyncio's, which `run` installs inside).
+            self.previous: dict[int, Any] = {}
+            if threading.current_thread() is threading.main_thread():
+                self.previous = {sig: signal.getsignal(sig) for sig in (SIGINT, SIGTERM)}
+
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
             if not self.should_exit:
@@ -244,14 +255,19 @@ def _server(
             if threading.current_thread() is not threading.main_thread():
                 yield  # signals reach the main thread only (as in uvicorn)
                 return
-            previous = {
-                sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)
-            }
+            for sig in (SIGINT, SIGTERM):
+                signal.signal(sig, self.handle_exit)
             try:
                 yield
-            finally:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
+            finally:  # a late signal while the process closes: it stops already
+                for sig in (SIGINT, SIGTERM):
+                    signal.signal(sig, signal.SIG_IGN)
+
+        def restore_signals(self) -> None:
+            """Put back the handlers there before it served (`serve`, once closed)."""
+            for sig, handler in self.previous.items():
+                signal.signal(sig, handler)
+            self.previous = {}
 
     return Server(config)
 
@@ -302,6 +318,9 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
         server.run(sockets=[sock])
     finally:
         sock.close()
-        if prepared.service.workers is not None:  # stopped by the service; killed if not
-            prepared.service.workers.close()
-        prepared.service.store.close()
+        try:
+            if prepared.service.workers is not None:  # stopped by the service; killed if not
+                prepared.service.workers.close()
+            prepared.service.store.close()
+        finally:
+            server.restore_signals()
