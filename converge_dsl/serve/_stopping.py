@@ -77,7 +77,8 @@ class StopRuns(RunEnds):
         others by `ANSWER_S` (`_answer_all`)."""
         for run in [run for run in self._ended if run not in self._live]:
             self._signal(run)
-        self._workers.append(asyncio.create_task(self._answer_all()))
+        if self._ended or self._live:  # runs to answer or to cut
+            self._workers.append(asyncio.create_task(self._answer_all()))
 
     async def _answer_all(self) -> None:
         """By `ANSWER_S`: the runs still running cut (their streams ended before uvicorn's
