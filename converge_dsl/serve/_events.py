@@ -154,8 +154,8 @@ class LiveRun:
         self.records: list[tuple[int, str]] = []
         self.stored = 0  # how many of `records` are in the store
         self.ended = False
-        # The run made its last event (`run_finished`): a record it writes from there is
-        # its pause's, which holds its end (`StopAtCheckpoint` does not stop it there).
+        # The run made its last event (`run_finished`): the pause rule of
+        # docs/architecture.md, "Stopping the service".
         self.finished = False
         self.halted = False  # stopped at a checkpoint: no record is kept (`halt`)
         self.dropped = False  # something of the run was not kept once halted (`drop`)

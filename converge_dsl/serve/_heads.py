@@ -89,10 +89,10 @@ REFUSALS_EVERY_S = 10.0
 
 class RefusalLog:
     """The requests refused past the server's connections (CD447), logged as one line
-    per `every` seconds that had any, with their count: a server held past its
-    connections refuses thousands a second, and uvicorn logged each (12,024 lines under
-    a few seconds of wrk). The first refusal after a quiet interval starts the count;
-    its line comes `every` seconds later on `clock` (a task of the loop refusing)."""
+    per `every` seconds that had any, with their count, not one line each. The first
+    refusal after a quiet interval starts the count; its line comes `every` seconds later
+    on `clock` (a task of the loop refusing), or when that task is cancelled (the
+    server's loop ends: the count so far)."""
 
     def __init__(self, clock: Clock, every: float = REFUSALS_EVERY_S) -> None:
         self._clock = clock
@@ -106,7 +106,12 @@ class RefusalLog:
             self._counting = asyncio.get_running_loop().create_task(self._say())
 
     async def _say(self) -> None:
-        await self._clock.sleep(self.every)
+        try:
+            await self._clock.sleep(self.every)
+        finally:
+            self._flush()
+
+    def _flush(self) -> None:
         count, self.count, self._counting = self.count, 0, None
         connections = "connection" if count == 1 else "connections"
         logging.getLogger("uvicorn.error").warning(

@@ -142,6 +142,15 @@ class Remote(Generic[T]):
         """Whether its task has ended (as seen on the service's loop)."""
         return self._done.done()
 
+    def returned(self) -> bool:
+        """Whether its task has ended with a value (`value()`), not raised nor cancelled."""
+        done = self._done
+        return done.done() and not done.cancelled() and done.exception() is None
+
+    def value(self) -> T:
+        """What the coroutine returned (once `returned()`)."""
+        return self._done.result()
+
     async def result(self) -> T:
         """What the coroutine returned or raised, once its task has ended (shielded: a
         cancelled caller leaves the task alone, see `cancel`)."""

@@ -51,8 +51,9 @@ def _errors(*statuses: int) -> dict[str, Any]:
         406: "The Accept header lacks application/json or text/event-stream (CD449).",
         421: "A Host header that is not a loopback name with the server's port, to a server on "
         "a loopback address (CD444).",
-        503: "The service cannot answer now: its token file cannot be used (CD461) or its "
-        "state folder is gone (CD993); retry after Retry-After seconds.",
+        503: "The service cannot answer now: it holds as many connections as it takes "
+        "(CD447), its token file cannot be used (CD461) or its state folder is gone (CD993); "
+        "retry after Retry-After seconds.",
     }
     return {str(s): _json(_ERROR, words[s]) for s in statuses}
 
@@ -338,7 +339,11 @@ def _mcp_paths(path: str) -> dict[str, Any]:
                         "The answer to a request as Server-Sent Events: each `data:` one "
                         "JSON-RPC message (progress notifications, then the response).",
                     ),
-                    "202": {"description": "A notification or a response: nothing to answer."},
+                    "202": {
+                        "description": "A notification or a response: nothing to answer, an "
+                        "empty body (a notification's 202 says `Content-Type: "
+                        "application/json` all the same, as the MCP SDK answers it)."
+                    },
                     **_errors(400, 401, 403, 406, 408, 413, 415, 421, 503),
                 },
             }

@@ -106,13 +106,10 @@ class StopAtCheckpoint:
     dropped, `drop()` told of each. The run is then stopped (cancelled) where it stands;
     what it did past that record is neither journaled nor, its events kept by the halted
     `LiveRun`, shown: the attempt that continues it from that record gives it anew, once.
-    A run that reached its end before the cancel, nothing of it dropped, ends as stored.
-
-    A record written once the run made its last event (`finished()`: a pause's, its
-    `hitl_paused` and `run_finished` stored with it) does not stop the run: stopped
-    there, it would be queued again and paused anew by the next start, its pause's
-    events given twice. It ends as stored, its pause kept whole (the stop contract:
-    docs/architecture.md, "Stopping the service")."""
+    A run that reached its end before the cancel, nothing of it dropped, ends as stored;
+    a record written once it made its last event (`finished()`) does not stop it (the
+    pause rule: docs/architecture.md, "Stopping the service"). `cut()` stops keeping
+    it at once, as at a record (the service's stop past its bound)."""
 
     def __init__(
         self,
@@ -178,6 +175,11 @@ class StopAtCheckpoint:
     def clear_decisions(self) -> None:
         if not self._dropped():
             self._journal.clear_decisions()
+
+    def cut(self) -> None:
+        """Stop keeping the run now, as at a record (the service's stop cuts it there)."""
+        self.halted = True
+        self._halt()
 
     def _dropped(self) -> bool:
         """Whether a write is dropped now (halted), `drop()` told when it is."""

@@ -37,6 +37,7 @@ from ._executors import Executor, workers
 from ._executors import start as start_workers
 from ._limits import Limits, Retention
 from ._service import RunService
+from ._stopping import FORCED_S, STOP_S
 from ._store import RunStore
 from ._tokens import TokenFile
 
@@ -201,17 +202,29 @@ def _server(
     `serve` normally after a SIGINT or SIGTERM it shut down gracefully for. uvicorn's own
     `capture_signals` raises a caught signal again once the server stopped (exit 130 or
     -15); this one installs the same handler (`handle_exit`: a graceful shutdown, a
-    second SIGINT forces it) and only puts the previous handlers back. A forced exit
+    second SIGINT forces it) and, once it served, ignores SIGINT and SIGTERM until
+    `restore_signals` puts the previous handlers back (`serve`, once the state is
+    closed): a late second Ctrl-C while the process closes ends it as one a moment
+    earlier, exit 0, not as a `KeyboardInterrupt` (exit 130). A forced exit
     still runs the application's shutdown, which uvicorn then skips (the service's stop,
     at once), and says so in one line (`FORCED_STOP`). The stop contract:
     docs/architecture.md, "Stopping the service"."""
+    import asyncio
     import logging
     import signal
     import threading
+    from signal import SIGINT, SIGTERM
 
     import uvicorn
 
     class Server(uvicorn.Server):
+        def __init__(self, config: Any) -> None:
+            super().__init__(config)
+            # The handlers before it served (not asyncio's, which `run` installs inside).
+            self.previous: dict[int, Any] = {}
+            if threading.current_thread() is threading.main_thread():
+                self.previous = {sig: signal.getsignal(sig) for sig in (SIGINT, SIGTERM)}
+
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
             if not self.should_exit:
@@ -226,6 +239,11 @@ def _server(
             # Its stop, forced, takes no wait (docs/serve.md).
             if not self.lifespan.shutdown_event.is_set():
                 await self.lifespan.shutdown()
+            # The service's stop ended the event streams (without `end`, as a SIGTERM's):
+            # their connections close now, none cancelled at the loop's end.
+            tasks = set(self.server_state.tasks)
+            if tasks:
+                await asyncio.wait(tasks, timeout=FORCED_S)
             logging.getLogger("uvicorn.error").warning(FORCED_STOP)
 
         def handle_exit(self, sig: int, frame: Any) -> None:
@@ -237,14 +255,19 @@ def _server(
             if threading.current_thread() is not threading.main_thread():
                 yield  # signals reach the main thread only (as in uvicorn)
                 return
-            previous = {
-                sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)
-            }
+            for sig in (SIGINT, SIGTERM):
+                signal.signal(sig, self.handle_exit)
             try:
                 yield
-            finally:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
+            finally:  # a late signal while the process closes: it stops already
+                for sig in (SIGINT, SIGTERM):
+                    signal.signal(sig, signal.SIG_IGN)
+
+        def restore_signals(self) -> None:
+            """Put back the handlers there before it served (`serve`, once closed)."""
+            for sig, handler in self.previous.items():
+                signal.signal(sig, handler)
+            self.previous = {}
 
     return Server(config)
 
@@ -278,7 +301,7 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
         access_log=False,
         lifespan="on",
         timeout_keep_alive=5,
-        timeout_graceful_shutdown=5,  # the service's stop as long at most (`STOP_S`)
+        timeout_graceful_shutdown=STOP_S,
         # Connections at once: every run a pipeline may hold (running and waiting), and as
         # many again for event streams and reads; past that the answer is 503 (CD447).
         limit_concurrency=2
@@ -295,6 +318,9 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
         server.run(sockets=[sock])
     finally:
         sock.close()
-        if prepared.service.workers is not None:  # stopped by the service; killed if not
-            prepared.service.workers.close()
-        prepared.service.store.close()
+        try:
+            if prepared.service.workers is not None:  # stopped by the service; killed if not
+                prepared.service.workers.close()
+            prepared.service.store.close()
+        finally:
+            server.restore_signals()

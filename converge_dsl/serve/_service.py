@@ -28,21 +28,10 @@ group commit (`RunStore.finish_later`), and the run is answered once it is commi
 - `start` recovers: runs the store says were `running` when the server died are queued again and
   continue from their checkpoint journal (a run killed before its first record starts afresh);
   paused runs stay paused.
-- `stop` (and `stopping`, told at SIGTERM; the stop contract: docs/architecture.md,
-  "Stopping the service") first lets each run on the service's loops
-  reach its next checkpoint record: the run stops there and is cancelled at once, what it
-  did past it neither kept nor shown (`StopAtCheckpoint`), so the attempt that continues
-  it gives no event a client already had; a run that reached its end first, nothing of it
-  dropped, ends as any, and so does one whose record comes after its last event (its
-  pause's: stopped there, the next start would pause it again). Then it cancels the
-  workers and the runs in flight; a run whose attempt stopped, its events all stored, is
-  queued again (it continues at the next start, which finds no event of it lost: no
-  `recoveries` row), else it stays running (a restart then continues it as after a
-  kill). The whole stop takes at most `STOP_S` from
-  `stopping` (no more wait once `stopping(forced=True)`, a second Ctrl-C). A stopping
-  service's workers start no run; one added running for a worker is queued again. Its
-  waiters are answered with the run as it is (`wait`): a queued run's at once, a running
-  one's once it stopped at its checkpoint, every one's by `ANSWER_S`.
+- `stop` (and `stopping`, told at the signal) stops the runs as docs/architecture.md,
+  "Stopping the service", states, the pause rule included (`_stopping.StopRuns`): a
+  stopping service's workers start no run; one added running for a worker is queued
+  again; its waiters are answered with the run as it is.
 - A worker whose run meets a failing state (`StateError`, CD993) ends that run as failed with the
   error, redacted, and goes on to the next one.
 - `submit` with an idempotency key answers the run first queued with that key and the same request,
@@ -75,13 +64,13 @@ from ._events import EventSink, LiveRun
 from ._executors import lost_too_often, one_run
 from ._idempotency import IdempotencyKey, first_run
 from ._limits import Limits, Retention
-from ._loops import RunLoops
+from ._loops import Remote, RunLoops
 from ._metrics import Metrics
 from ._requests import RunRequest, queue_full, refused
 from ._results import Adds, Stopped, committed, redacted
 from ._resumption import DECIDED_BY, StopAtCheckpoint, limits_of, local_run, resumption
-from ._run_ends import RunEnds
 from ._state_file import StateFile
+from ._stopping import StopRuns
 from ._store import FINISHED, RunRow, RunStore, StateError
 
 if TYPE_CHECKING:
@@ -91,17 +80,10 @@ if TYPE_CHECKING:
 CANCEL_S = 10.0
 # A run whose worker died this many times fails (CD434) instead of being queued again.
 MAX_STRIKES = 3
-# How long a stopping service takes at most, from the signal: its runs reaching their next
-# checkpoint record, then those that did not cancelled. Under the grace period of common
-# process managers (Docker's 10 s) and no longer than uvicorn's drain of connections.
-STOP_S = 5.0
-# By when (from the signal) a stopping service answers its waiters: before uvicorn's drain
-# of connections (`STOP_S`) cancels a `?wait=true` still waiting.
-ANSWER_S = STOP_S - 1.0
 
 
-class RunService(RunEnds):
-    """See the module docstring (how a run ends: `RunEnds`)."""
+class RunService(StopRuns):
+    """See the module docstring (how a run ends: `RunEnds`; its stop: `StopRuns`)."""
 
     def __init__(
         self,
@@ -146,6 +128,9 @@ class RunService(RunEnds):
         self._cancelling: set[str] = set()
         self._stopping = False  # `stopping`: runs stop at their next checkpoint record
         self._stop_by = 0.0  # by when (on the monotonic clock), once stopping
+        self._forced = False  # `stopping(forced=True)`: no run waited for past `FORCED_S`
+        # The runs on the service's loops, each cut where it stands by its callable.
+        self._cuts: dict[str, Callable[[], None]] = {}
         self._home: asyncio.AbstractEventLoop | None = None  # the service's loop, once started
         self._loops: RunLoops | None = None
         from converge_dsl.batch import CheckpointKeys
@@ -169,7 +154,7 @@ class RunService(RunEnds):
         """Recover the stored runs (see the module docstring), then start the workers."""
         self._queues = {name: asyncio.Queue() for name in self.pipelines}
         self._handed, self._added = {}, {}  # a service started again: runs are recovered
-        self._stopping = False
+        self._stopping = self._forced = False
         self._home = asyncio.get_running_loop()
         if self.workers is not None:
             await asyncio.to_thread(self.start_workers)
@@ -200,81 +185,11 @@ class RunService(RunEnds):
             self._ended.pop(run, None)
         return gone
 
-    def stopping(self, *, forced: bool = False) -> None:
-        """The server is stopping: each run on the service's loops stops at its next
-        checkpoint record (see the module docstring); `forced`: at once. Called by the
-        signal handler, on the service's thread."""
-        now = self._clock.monotonic()
-        if not self._stopping:
-            self._stopping = True
-            self._stop_by = now + STOP_S
-            if self._home is not None:  # from a signal handler: the loop told safely
-                self._home.call_soon_threadsafe(self._answer_waiters)
-        if forced:
-            self._stop_by = now
-            if self._home is not None:  # no more wait: every waiter answered now
-                self._home.call_soon_threadsafe(self._answer_now)
-
-    def _answer_waiters(self) -> None:
-        """Answer at once the waiters of runs that do not run (they start no more), the
-        others by `ANSWER_S` (`_answer_all`)."""
-        for run in [run for run in self._ended if run not in self._live]:
-            self._signal(run)
-        if self._ended:
-            self._workers.append(asyncio.create_task(self._answer_all()))
-
-    async def _answer_all(self) -> None:
-        await self._clock.sleep(
-            max(0.0, ANSWER_S - STOP_S + self._stop_by - self._clock.monotonic())
-        )
-        self._answer_now()
-
-    def _answer_now(self) -> None:
-        """Answer every waiter with its run as it is."""
-        for run in list(self._ended):
-            self._signal(run)
-
     def _cancel_s(self) -> float:
         """How long a cancelled run may take to stop: `CANCEL_S`, less once stopping."""
         if not self._stopping:
             return CANCEL_S
         return max(0.0, min(CANCEL_S, self._stop_by - self._clock.monotonic()))
-
-    @property
-    def is_stopping(self) -> bool:
-        return self._stopping
-
-    async def stop(self) -> None:
-        """Let the runs reach a checkpoint, then cancel the workers and runs in flight; at
-        most `STOP_S` from `stopping` (see the module docstring)."""
-        self.stopping()
-        while self.workers is None and self._clock.monotonic() < self._stop_by:
-            if all(live.halted or live.ended for live in self._live.values()):
-                break
-            await self._clock.sleep(0.02)
-        for task in self._workers:
-            task.cancel()
-        workers, self._workers = self._workers, []
-        while not all(task.done() for task in workers):  # a run's cancel: at most `_cancel_s`
-            if self._clock.monotonic() >= self._stop_by:
-                break  # forced (the loop's end cancels them again, which ends their wait)
-            await asyncio.wait(workers, timeout=0.05)
-        for run in self._handed:  # added running for a worker that never started it
-            with contextlib.suppress(StateError):  # else recovered as after a kill
-                self.store.requeue(run, self._now())
-        self._handed = {}
-        if self._loops is not None:
-            await self._loops.close(self._close_pools)
-            self._loops = None
-        if self.workers is not None and self._workers_started:
-            await asyncio.to_thread(self.workers.close)
-            self._workers_started = False
-
-    async def _close_pools(self) -> None:
-        """Close the pipelines' connection pools of the running loop."""
-        for pipeline in self.pipelines.values():
-            with contextlib.suppress(ConvergeError, OSError):
-                await pipeline.aclose()
 
     def queue_depth(self, pipeline: str) -> int:
         return self._queues[pipeline].qsize() if pipeline in self._queues else 0
@@ -479,17 +394,19 @@ class RunService(RunEnds):
             remote.cancel()  # at once: what it does from here is not kept
             home.call_soon_threadsafe(self._signal, run)  # its waiters: where it stands
 
+        journal = StopAtCheckpoint(
+            self.store.checkpoints.journal(run, alongside=alongside),
+            lambda: self._stopping,
+            halt,
+            live.drop,
+            lambda: live.finished,
+        )
+        self._cuts[run] = journal.cut
         outcome = local_run(
             pipeline,
             row,
             EventSink(live, flush),
-            StopAtCheckpoint(
-                self.store.checkpoints.journal(run, alongside=alongside),
-                lambda: self._stopping,
-                halt,
-                live.drop,
-                lambda: live.finished,
-            ),
+            journal,
             state=self._state,
             key=lambda: self._keys.of(pipeline),  # read on its loop: a failure fails the run
             max_run_s=self._limits.max_run_s,
@@ -500,10 +417,7 @@ class RunService(RunEnds):
             try:
                 body = await remote.result()
             except asyncio.CancelledError:
-                remote.cancel()  # a DELETE or a shutdown: the run's task stops first
-                with contextlib.suppress(BaseException):
-                    await asyncio.wait_for(remote.result(), self._cancel_s())
-                raise
+                body = await self._cancelled(run, live, remote)
         except asyncio.CancelledError:
             if run not in self._cancelling:
                 flush()  # a shutdown: the run continues at the next start
@@ -524,11 +438,25 @@ class RunService(RunEnds):
             error = ConvergeError(f"the run failed: {exc!r}", code=codes.SERVE_RUN_FAILED)
             await self._end_later(run, live, "done", *self._failed(pipeline, error), row=row)
             return
+        finally:
+            self._cuts.pop(run, None)
         reason = str(body.get("stop_reason"))
         self.metrics.finished(name, body, self._clock.monotonic() - started)
         await self._end_later(
             run, live, "paused" if reason == "hitl_pause" else "done", reason, body, row=row
         )
+
+    async def _cancelled(self, run: str, live: LiveRun, remote: Remote[Any]) -> Any:
+        """The run's task was cancelled (a DELETE or a shutdown): its run's task stops
+        first, cancelled too unless it made its last event in a shutdown (its end comes
+        first, `_cancel_s` at most). Its result if it ended so, else `CancelledError`."""
+        if run in self._cancelling or not live.finished:
+            remote.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(remote.result(), self._cancel_s())
+        if run in self._cancelling or not remote.returned():
+            raise asyncio.CancelledError
+        return remote.value()  # a shutdown after its end: stored as any end
 
     async def _on_workers(
         self, name: str, row: RunRow, live: LiveRun, flush: Callable[[], None], started: float

@@ -370,10 +370,8 @@ def test_serve_stops_before_it_binds_on_such_a_uvicorn(
 def test_the_refusals_past_the_limit_are_logged_as_one_line_per_interval_with_a_count(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """uvicorn logged each one: 12,024 lines under a few seconds of wrk. Now one line an
-    interval (10 s, on the injected clock) says how many were refused in it; a quiet
-    interval says nothing. Before, the first of a burst was logged at once and the rest
-    only when a later one came (a burst's end was never counted)."""
+    """One line an interval (10 s, on the injected clock) says how many were refused in
+    it; a quiet interval says nothing."""
     import asyncio
 
     from converge_dsl.clock import FakeClock
@@ -388,6 +386,10 @@ def test_the_refusals_past_the_limit_are_logged_as_one_line_per_interval_with_a_
         assert caplog.records == []
         for _ in range(3):
             await asyncio.sleep(0)
+        for _ in range(3):  # a quiet interval: nothing more said, nothing waited for
+            await asyncio.sleep(0)
+        assert len(caplog.records) == 1
+        assert clock.sleeps == [10.0]
         refusals.refused()  # a later one: a line of its own
         for _ in range(3):
             await asyncio.sleep(0)
@@ -398,3 +400,26 @@ def test_the_refusals_past_the_limit_are_logged_as_one_line_per_interval_with_a_
         "refused 1 connection over the concurrency limit in the last 10 s",
     ]
     assert clock.sleeps == [10.0, 10.0]
+
+
+def test_the_refusals_counted_when_the_server_stops_are_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A server stopped within an interval says the count so far, once: before, the
+    loop's end cancelled the interval's wait and its refusals were never logged."""
+    import asyncio
+
+    from converge_dsl.clock import SystemClock
+    from converge_dsl.serve._heads import RefusalLog
+
+    refusals = RefusalLog(SystemClock())
+
+    async def main() -> None:
+        for _ in range(7):
+            refusals.refused()
+        await asyncio.sleep(0)  # its wait started; the loop ends within the interval
+
+    asyncio.run(main())
+    assert [r.getMessage() for r in caplog.records] == [
+        "refused 7 connections over the concurrency limit in the last 10 s",
+    ]

@@ -295,6 +295,12 @@ def test_the_mcp_endpoint_is_in_the_document_with_each_status_it_answers(trees: 
     }
     assert answers["listed"].headers["content-type"].startswith("text/event-stream")
     assert "text/event-stream" in post["responses"]["200"]["content"]
+    # A notification's 202: an empty body that says it is JSON (the SDK's), as documented.
+    notified = answers["notified"]
+    assert (notified.content, notified.headers["content-type"]) == (b"", "application/json")
+    assert "Content-Type: application/json" in post["responses"]["202"]["description"]
+    # 503: every cause named, the connections past the limit (CD447) too.
+    assert "CD447" in post["responses"]["503"]["description"]
     for why, answer in answers.items():
         assert str(answer.status_code) in post["responses"], why
     assert "/mcp" not in document({"trees": load(REFS / "trees.yaml")})["paths"]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from converge_dsl.serve._store import STATE_FILE
 
@@ -281,8 +282,9 @@ def test_a_run_that_pauses_as_the_server_stops_is_paused_once(
     assert types.count("hitl_paused") == types.count("run_finished") == 1, types
 
 
+@pytest.mark.parametrize("forced", [False, True])
 def test_a_run_whose_end_comes_before_its_pause_record_is_stored_paused_by_the_stop(
-    tmp_path: Path,
+    tmp_path: Path, forced: bool
 ) -> None:
     """The stop of the test above, its one bad interleaving forced: the service starts
     stopping right after the run's last event (`run_finished`), before its pause's record
@@ -290,7 +292,9 @@ def test_a_run_whose_end_comes_before_its_pause_record_is_stored_paused_by_the_s
     its models). The stop stores it paused, its pause's events once, and the next start
     leaves it so. Before, that record stopped it, the cancel landed in its closing, it was
     queued again and the next start paused it anew: `hitl_paused` and `run_finished`
-    stored twice."""
+    stored twice. `forced`: the stop is a second Ctrl-C's, which waits for no run, yet
+    gives a run whose end came first the moment to store it (`FORCED_S`); before, it did
+    not await the cancelled run at all, its cancel landed in the closing all the same."""
     import asyncio
 
     from pydantic import BaseModel
@@ -310,7 +314,7 @@ def test_a_run_whose_end_comes_before_its_pause_record_is_stored_paused_by_the_s
 
         def on_event(self, event: BaseModel) -> None:
             if getattr(event, "type", None) == "run_finished":
-                service.stopping()  # as a SIGTERM would, from the run's thread
+                service.stopping(forced=forced)  # as a signal would, from the run's thread
 
     class SlowToClose(Pipeline):
         __slots__ = ()

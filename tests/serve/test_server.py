@@ -4,6 +4,7 @@ how a served process ends on a second Ctrl-C."""
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import sqlite3
 import threading
@@ -93,3 +94,117 @@ def test_a_second_ctrl_c_before_the_shutdown_ends_it_with_one_line(
 def _running(state: Path) -> bool:
     with contextlib.closing(sqlite3.connect(state / STATE_FILE, timeout=5)) as db:
         return db.execute("SELECT COUNT(*) FROM runs WHERE status = 'running'").fetchone() == (1,)
+
+
+def _follow(url: str, run: str, seen: list[tuple[int, str]]) -> None:
+    """Read the event stream of `run` into `seen` (number, type) until it ends."""
+    with (
+        contextlib.suppress(httpx.HTTPError),  # the server goes away under it
+        httpx.stream("GET", f"{url}/v1/runs/{run}/events", timeout=30) as stream,
+    ):
+        number = -1
+        for line in stream.iter_lines():
+            if line.startswith("id: "):
+                number = int(line[4:])
+            elif line.startswith("data: ") and number >= 0:
+                seen.append((number, json.loads(line[6:])["type"]))
+                number = -1
+
+
+def _following(server: Server) -> tuple[str, list[tuple[int, str]], threading.Thread]:
+    """A run of the `slow` pipeline started on `server` and its stream followed, once
+    the run is in its model call: the run, what the stream gave so far, its reader."""
+    url = server.ready()
+    run = httpx.post(f"{url}/v1/pipelines/slow/runs", timeout=30).json()["id"]
+    seen: list[tuple[int, str]] = []
+    follower = threading.Thread(target=_follow, args=(url, run, seen), daemon=True)
+    follower.start()
+    until(lambda: any(kind == "model_call_started" for _, kind in seen), 30)
+    return run, seen, follower
+
+
+def _stored(state: Path, run: str) -> list[tuple[int, str]]:
+    """The stored events of `run` (number, type)."""
+    with contextlib.closing(sqlite3.connect(state / STATE_FILE, timeout=5)) as db:
+        rows = db.execute("SELECT seq, line FROM events WHERE run = ? ORDER BY seq", (run,))
+        return [
+            (seq + offset, json.loads(record.split("\t", 3)[3])["type"])
+            for seq, line in rows.fetchall()
+            for offset, record in enumerate(line.split("\n"))
+        ]
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_a_second_ctrl_c_ends_the_open_streams_and_stores_what_they_were_given(
+    tmp_path: Path, servers: list[Server], attempt: int
+) -> None:
+    """Two SIGINTs while a client follows the stream of a run in a slow model call: one
+    line said, exit 0, and every event the client was given is stored under its number.
+    Before, the stream was cancelled at the loop's end (`ERROR: Exception in ASGI
+    application ... CancelledError`), and the run, cancelled without its cleanup, left
+    the events past its last commit unstored: the next start gave their numbers again,
+    to other events."""
+    state = tmp_path / "state"
+    server = Server([DATA / "slow.yaml"], state)
+    servers.append(server)
+    run, seen, follower = _following(server)
+    server.process.send_signal(signal.SIGINT)
+    time.sleep(0.3)  # the first one taken: the run goes on to its checkpoint
+    server.process.send_signal(signal.SIGINT)
+    assert server.exit_code() == 0
+    follower.join(10)
+    said = [line for line in server.stderr if " on http://" not in line]
+    assert len(said) == 1, said
+    assert "stopped at once" in said[0]
+    stored = dict(_stored(state, run))
+    assert [(number, stored.get(number)) for number, _ in seen] == seen
+
+
+def test_a_sigterm_in_a_cycle_longer_than_the_stop_ends_the_open_stream(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """A SIGTERM while a run is in a model call longer than the stop (`STOP_S`) and a
+    client follows its stream: the stream ends (without `end`) before uvicorn's drain of
+    connections, the server stops saying nothing, exit 0, every event the client was
+    given stored. Before, uvicorn cancelled the stream at its timeout: `Cancel 1 running
+    task(s), timeout graceful shutdown exceeded`, then a `CancelledError` traceback."""
+    (tmp_path / "slow.yaml").write_text((DATA / "slow.yaml").read_text())
+    (tmp_path / "slow.script.yaml").write_text(
+        (DATA / "slow.script.yaml").read_text().replace("delay_s: 3", "delay_s: 8")
+    )
+    state = tmp_path / "state"
+    server = Server([tmp_path / "slow.yaml"], state)
+    servers.append(server)
+    run, seen, follower = _following(server)
+    server.process.send_signal(signal.SIGTERM)
+    assert server.exit_code() == 0
+    follower.join(10)
+    said = [line for line in server.stderr if " on http://" not in line]
+    assert said == []
+    stored = dict(_stored(state, run))
+    assert [(number, stored.get(number)) for number, _ in seen] == seen
+
+
+def test_a_late_second_ctrl_c_while_the_server_closes_is_no_interrupt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGINT that comes once the server stopped serving, while it closes its state,
+    ends it as one a moment earlier would: `serve` returns (exit 0), and then the
+    handlers it found are back. Before, the server had put Python's own handler back
+    already: `KeyboardInterrupt` out of `serve`, exit 130 (twice in some sixty stops)."""
+    import os
+
+    from converge_dsl.serve import serve
+    from converge_dsl.serve._store import RunStore
+
+    close = RunStore.close
+
+    def interrupted(store: RunStore) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # a late second Ctrl-C, while it closes
+        close(store)
+
+    monkeypatch.setattr(RunStore, "close", interrupted)
+    options = ServeOptions([DATA / "echo.yaml"], port=0, state=tmp_path / "state")
+    before = signal.getsignal(signal.SIGINT)
+    serve(options, lambda url: os.kill(os.getpid(), signal.SIGTERM))
+    assert signal.getsignal(signal.SIGINT) is before
