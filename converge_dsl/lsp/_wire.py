@@ -45,11 +45,14 @@ class Frames:
     """The input stream, read in a worker thread so the event loop keeps answering.
 
     A body is taken as its bytes arrive. When the next frame's header comes within them (a
-    line `Content-Length: N`), or begins at their end cut short by it, the body was shorter
-    than its length said: it ends there, and the bytes from that header on are read again
-    as the next frame's. Neither is ever in a JSON body: JSON has no bare word, and no line
-    break in a string. So the next frame is read whole even when the length said more than
-    the client sends before it waits for the answer to that frame.
+    line `Content-Length: N`), or begins at their end and goes on into that whole line in
+    the bytes after them, the body was shorter than its length said: it ends there, and the
+    bytes from that header on are read again as the next frame's. Neither is ever in a JSON
+    body: JSON has no bare word, and no line break in a string. So the next frame is read
+    whole even when the length said more than the client sends before it waits for the
+    answer to that frame. A body whose end only looks like a header begun (`c`, or
+    `Content-Length: 9` then no line break) is whole and handed on as it is; only a body
+    that is not JSON can end so, and its answer waits for the bytes after it.
     """
 
     def __init__(self, stream: BinaryIO, executor: ThreadPoolExecutor | None) -> None:
@@ -91,13 +94,33 @@ class Frames:
                 return self._cut(body, header)
             if len(body) == length:
                 begun = _header_begun(body)
-                return bytes(body) if begun is None else self._cut(body, begun)
+                if begun is None or not self._goes_on(body[begun:]):
+                    return bytes(body)
+                return self._cut(body, begun)
             searched = len(body)
             piece = self._read_some(length - len(body))
             if not piece:
                 self.ended = True
                 return bytes(body)
             body += piece
+
+    def _goes_on(self, begun: bytearray) -> bool:
+        """Whether the header begun at the end of a body goes on, in the bytes after the body,
+        into a whole `Content-Length: N` line; those bytes are read again."""
+        after = bytearray()
+        try:
+            while True:
+                text = bytes(begun + after)
+                if _NEXT_HEADER.match(text):
+                    return True
+                if len(text) > MAX_HEADER_LINE or _header_begun(bytearray(text)) != 0:
+                    return False
+                piece, self._again = self._again or self._read_some(MAX_HEADER_LINE), b""
+                if not piece:
+                    return False
+                after += piece
+        finally:
+            self._again = bytes(after) + self._again
 
     def _cut(self, body: bytearray, start: int) -> bytes:
         self._again = bytes(body[start:]) + self._again

@@ -3,11 +3,18 @@ shorter than its length is cut at the next frame's header, a body read whole nev
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
+from pygls.exceptions import JsonRpcException
 
+from converge_dsl.lsp._wire import Frames, read_frames
 from tests.lsp._wire_client import HOVER, Wire, frame
 
 
@@ -80,3 +87,76 @@ def test_a_header_is_read_in_any_case_with_lf_line_ends(wire: Wire, project: Pat
     body = json.dumps({"jsonrpc": "2.0", "id": 70, "method": "textDocument/hover", "params": HOVER})
     wire.send(b"content-length: %d\n\n%s" % (len(body), body.encode()))
     assert wire.answer(70)["result"] is None
+
+
+class Received:
+    """What `read_frames` hands on: the bodies taken, the refusals, the log."""
+
+    def __init__(self) -> None:
+        self.bodies: list[bytes] = []
+        self.refused: list[str] = []
+        self.said: list[str] = []
+
+    def receive(self, body: bytes) -> None:
+        self.bodies.append(bytes(body))
+
+    def fail(self, msg_id: object, error: JsonRpcException) -> None:
+        self.refused.append(error.message)
+
+    def log(self, message: str) -> None:
+        self.said.append(message)
+
+
+def read(stream: bytes, pieces: Callable[[int], int] | None = None) -> Received:
+    """`stream` read by `read_frames` from a pipe, written whole or `pieces(at)` bytes at a
+    time (the client's writes)."""
+    readable, writable = os.pipe()
+
+    def write() -> None:
+        at = 0
+        while at < len(stream):
+            size = len(stream) if pieces is None else pieces(at)
+            os.write(writable, stream[at : at + size])
+            at += size
+        os.close(writable)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    received = Received()
+    with os.fdopen(readable, "rb") as source:
+        frames = Frames(source, None)
+        asyncio.run(read_frames(frames, cast(Any, received), threading.Event(), 10**8))
+    writer.join()
+    return received
+
+
+def framed(body: bytes, length: int | None = None) -> bytes:
+    return b"Content-Length: %d\r\n\r\n" % (len(body) if length is None else length) + body
+
+
+NEXT = json.dumps({"jsonrpc": "2.0", "id": 6, "method": "m"}).encode()
+
+
+@pytest.mark.parametrize(
+    "end",
+    [b"c", b"Content-Len", b"Content-Length:", b"Content-Length: 9", b"Content-Length: 9\r"],
+)
+@pytest.mark.parametrize("whole", [True, False])
+def test_a_body_read_whole_is_never_cut_whatever_its_end(end: bytes, whole: bool) -> None:
+    """A bad body of its whole length, ending as a header begins, is not JSON; the next
+    message was read with that end glued on its header, and lost."""
+    bad = b'{"jsonrpc":"2.0","id":5}' + end
+    received = read(framed(bad) + framed(NEXT), None if whole else lambda at: 1)
+    assert (received.bodies, received.refused, received.said) == ([bad, NEXT], [], [])
+
+
+def test_a_body_counted_in_characters_is_not_json_not_short() -> None:
+    """A client counting characters, not bytes: the body read ends after a `c` and its
+    rest comes before the next header. It was said to be shorter than its length."""
+    message = {"jsonrpc": "2.0", "id": 7, "method": "m", "params": {"t": "ééé abc"}}
+    text = json.dumps(message, ensure_ascii=False)
+    body = text.encode()
+    read_as = body[: len(text)]
+    assert read_as.endswith(b"c")
+    received = read(framed(body, len(text)) + framed(NEXT))
+    assert (received.bodies, received.refused, received.said) == ([read_as, NEXT], [], [])
