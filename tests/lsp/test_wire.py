@@ -160,3 +160,27 @@ def test_a_body_counted_in_characters_is_not_json_not_short() -> None:
     assert read_as.endswith(b"c")
     received = read(framed(body, len(text)) + framed(NEXT))
     assert (received.bodies, received.refused, received.said) == ([read_as, NEXT], [], [])
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_the_rest_of_a_long_body_is_skipped_to_the_first_whole_header(whole: bool) -> None:
+    """The rest of a body longer than its length names Content-Length: the next frame's
+    header was taken as that one's value (`5 here"}}Content-Length: 9`) and the frame lost."""
+    long = json.dumps({"jsonrpc": "2.0", "method": "$/x", "params": "see Content-Length: 5 a"})
+    text = json.dumps({"jsonrpc": "2.0", "method": "m", "params": "# Content-Length: 3\nk: 1"})
+    stream = framed(long.encode(), 20) + framed(text.encode()) + framed(NEXT)
+    received = read(stream, None if whole else lambda at: 1 + at % 7)
+    assert received.bodies == [long.encode()[:20], text.encode(), NEXT]
+    assert (received.refused, received.said) == ([], [])
+
+
+def test_one_pattern_reads_a_header_and_finds_it_in_a_body() -> None:
+    """A header with spaces or tabs around its value, in any case, ended by LF or CRLF."""
+    headers = [b"content-LENGTH:\t%d \n", b"Content-Length : %d\r\n", b"CONTENT-LENGTH:%d\t\r\n"]
+    stream = b"".join(header % len(NEXT) + b"\r\n" + NEXT for header in headers)
+    cut = b'{"jsonrpc": "2.0", "id": 80, "met'
+    for header in headers:
+        stream += framed(cut, len(cut) + 30) + header % len(NEXT) + b"\n" + NEXT
+    received = read(stream)
+    assert received.bodies == [NEXT] * 6
+    assert len(received.refused) == 3
