@@ -96,17 +96,17 @@ class Frames:
     def _body(self, length: int) -> bytes:
         body = bytearray(self._again[:length])
         self._again = self._again[length:]
-        searched = 0
+        start = 0  # no header begins before: each byte is searched about once
         while True:
-            header = _header_line(body, searched)
+            header = _HEADER.search(body, start)
             if header is not None:
-                return self._cut(body, header)
+                return self._cut(body, header.start())
+            begun = _HEADER_BEGUN.search(body, max(start, len(body) - MAX_HEADER_LINE))
             if len(body) == length:
-                begun = _header_begun(body)
-                if begun is None or not self._goes_on(body[begun:]):
+                if begun is None or not self._goes_on(body[begun.start() :]):
                     return bytes(body)
-                return self._cut(body, begun)
-            searched = len(body)
+                return self._cut(body, begun.start())
+            start = len(body) if begun is None else begun.start()
             piece = self._read_some(length - len(body))
             if not piece:
                 self.ended = True
@@ -134,26 +134,6 @@ class Frames:
     def _cut(self, body: bytearray, start: int) -> bytes:
         self._again = bytes(body[start:]) + self._again
         return bytes(body[:start])
-
-
-def _header_line(body: bytearray, start: int) -> int | None:
-    """Where a `Content-Length: N` line that ends in `body[start:]` begins. Only the bytes
-    before each line break are searched: a JSON body seldom has one (a line break in a
-    string is written `\\n`), and a search of the whole body took longer than its read."""
-    end = body.find(b"\n", start)
-    while end >= 0:
-        line = body.rfind(b"\n", max(0, end - MAX_HEADER_LINE), end) + 1
-        header = _HEADER.search(body, max(line, end - MAX_HEADER_LINE), end + 1)
-        if header is not None:
-            return header.start()
-        end = body.find(b"\n", end + 1)
-    return None
-
-
-def _header_begun(body: bytearray) -> int | None:
-    """Where a header line that the end of `body` cuts short begins."""
-    begun = _HEADER_BEGUN.search(body, max(0, len(body) - MAX_HEADER_LINE))
-    return None if begun is None else begun.start()
 
 
 class Output:
