@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pygls.exceptions import JsonRpcException
 
 from converge_dsl.lsp._wire import Frames, read_frames
@@ -115,11 +117,13 @@ def read(stream: bytes, pieces: Callable[[int], int] | None = None) -> Received:
 
     def write() -> None:
         at = 0
-        while at < len(stream):
-            size = len(stream) if pieces is None else pieces(at)
-            os.write(writable, stream[at : at + size])
-            at += size
-        os.close(writable)
+        try:
+            while at < len(stream):
+                size = len(stream) if pieces is None else pieces(at)
+                os.write(writable, stream[at : at + size])
+                at += size
+        finally:
+            os.close(writable)
 
     writer = threading.Thread(target=write)
     writer.start()
@@ -195,3 +199,49 @@ def test_a_body_of_line_breaks_is_read_in_time_linear_in_its_size() -> None:
     received = read(framed(body) + framed(NEXT))
     assert time.process_time() - spent < 3
     assert received.bodies == [body, NEXT]
+
+
+# Text that looks like framing, inside JSON strings and keys: it is never a header there.
+WORDS = ["Content-Length", "content-length: 12", "Content-Length: 5\r\n\r\n{}", "c", "\n"]
+WORDS += ["\r\n", "é", "\u2028", "x" * 50, ":", " 12", "Content-Len"]
+TEXT = st.lists(st.sampled_from(WORDS), max_size=6).map("".join)
+VALUES = st.recursive(
+    TEXT | st.integers(-5, 10**6) | st.sampled_from([None, True, False, 1.5]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@st.composite
+def frame_of(draw: st.DrawFn) -> tuple[bytes, bytes]:
+    """A valid frame and its body: JSON in any layout, any header the reader takes."""
+    message = {"jsonrpc": "2.0", "method": draw(TEXT), "params": draw(VALUES)}
+    indent = draw(st.sampled_from([None, 0, 2, "\t"]))
+    ascii_only = draw(st.booleans())
+    text = draw(st.sampled_from(["", " ", "\n"])) + json.dumps(message, indent=indent)
+    text = text if ascii_only else json.dumps(message, indent=indent, ensure_ascii=False)
+    body = (text + draw(st.sampled_from(["", " ", "\n", "\r\n", "\t"]))).encode()
+    end = draw(st.sampled_from([b"\r\n", b"\n"]))
+    name = draw(st.sampled_from([b"Content-Length", b"content-length", b"CONTENT-LENGTH"]))
+    colon = draw(st.sampled_from([b": ", b":", b" : ", b":\t"]))
+    length = name + colon + b"%d" % len(body) + draw(st.sampled_from([b"", b" "])) + end
+    other = b"Content-Type: application/vscode-jsonrpc; charset=utf-8" + end
+    headers = draw(st.sampled_from([[length], [other, length], [length, other], [length] * 2]))
+    return b"".join(headers) + end + body, body
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(frame_of(), min_size=1, max_size=8),
+    st.sampled_from(["whole", "pieces", "bytes"]),
+    st.lists(st.integers(1, 64), min_size=1, max_size=8),
+)
+def test_valid_frames_are_read_as_sent_however_they_arrive(
+    frames: list[tuple[bytes, bytes]], arrival: str, pieces: list[int]
+) -> None:
+    """Never cut, never misread, whatever text the bodies hold and however the pipe splits
+    the stream."""
+    sizes = {"whole": None, "pieces": lambda at: pieces[at % len(pieces)], "bytes": lambda at: 1}
+    received = read(b"".join(frame for frame, _ in frames), sizes[arrival])
+    assert received.bodies == [body for _, body in frames]
+    assert (received.refused, received.said) == ([], [])
