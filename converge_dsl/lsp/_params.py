@@ -9,6 +9,7 @@ written as pygls writes it.
 
 from __future__ import annotations
 
+import enum
 import functools
 import json
 import re
@@ -112,10 +113,21 @@ def _misfit(exc: BaseException, expected: type | None) -> str:
     """cattrs's words for one misfit, but a value a field's own rule refuses (a negative
     line, a number past the protocol's range) in that rule's words, not "invalid value"."""
     if isinstance(exc, ValueError) and expected is None and str(exc):
-        return str(exc).removesuffix(".")
+        return _LONG_NUMBER.sub(_shortened, str(exc).removesuffix("."))
     if isinstance(exc, WrongType):
         return str(exc)
+    if isinstance(expected, type) and issubclass(expected, enum.Enum):
+        *most, last = (json.dumps(member.value) for member in expected)
+        return f"expected {', '.join(most)} or {last} ({expected.__name__})"
     return format_exception(exc, expected)
+
+
+_LONG_NUMBER = re.compile(r"[0-9]{21,}")
+
+
+def _shortened(number: re.Match[str]) -> str:
+    """A number past any range, cut: a rule's words echoed it whole."""
+    return f"{number[0][:10]}... ({len(number[0])} digits)"
 
 
 def params_misfit(kind: object, data: Mapping[str, object]) -> str | None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import sys
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -356,4 +357,8 @@ class PipelineProtocol(LanguageServerProtocol):
 
 
 def _reason(exc: BaseException) -> str:
-    return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if type(exc) is ValueError:  # not a decoding error: Python's limit, said in its words
+        return f"a number of more than {sys.get_int_max_str_digits()} digits"
+    return str(exc)

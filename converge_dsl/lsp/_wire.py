@@ -1,25 +1,28 @@
 """The wire: framed JSON-RPC read from the editor's stream (`read_frames`) and written
 to it (`Output`).
 
-`read_frames` is the one reader of the input stream. A frame is header lines
-(`Content-Length: N` is the one read; a header's name in any case, a line ended
-by `\\r\\n` or `\\n`) then a blank line and N bytes. A header line is read up to
-`MAX_HEADER_LINE` bytes at a time and a body up to `limit` bytes, so memory is
-bounded whatever arrives; a length over the limit, or not a number, drops its
-header. Bytes that are not a header (the rest of a body longer than its
-length said, a body sent without a header) are skipped up to the next
-`Content-Length` header, even one on the same line: one bad frame loses that
-frame only, never the session. Two `Content-Length` headers of different values
-drop the frame too: reading the larger would take the frames after it. A body
-shorter than its length said, followed by the next frame, is found by that frame's
-header within the bytes read for it (`Frames.body`): it is answered as not JSON
-(ParseError, id null) and the next frame read from its header.
+`read_frames` is the one reader of the input stream. A frame is header lines, then a
+blank line and N bytes of body. The one header read is a line `Content-Length: N`: its
+name in any case, spaces or tabs around the colon, N in digits, then `\r\n` or `\n`
+(`_HEADER`, the one pattern for it, also where a body is searched for the next frame's).
+A header line is read up to `MAX_HEADER_LINE` bytes at a time and a body up to `limit`
+bytes, so memory is bounded whatever arrives; a length over the limit drops its header.
+Bytes that are not a header line (the rest of a body longer than its length said, a
+body sent without a header, another header) are skipped up to the first whole
+`Content-Length: N` line, even one that begins within a line: one bad frame loses that
+frame only, never the session. Two `Content-Length` headers of different values drop
+the frame too: reading the larger would take the frames after it. A body shorter than
+its length said, followed by the next frame, is found by that frame's header within the
+bytes read for it (`Frames.body`): it is answered as not JSON (ParseError, id null) and
+the next frame read from its header. A body read to its whole length is handed on as it
+is (answered as not JSON when it is not).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import io
 import logging
 import re
@@ -33,11 +36,17 @@ from pygls.exceptions import JsonRpcParseError
 from converge_dsl.lsp._protocol import PipelineProtocol
 
 MAX_HEADER_LINE = 8 * 1024
-_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
-# A frame's header within a body, or begun at its end (`Frames`).
-_NEXT_HEADER = re.compile(rb"content-length[ \t]*:[ \t]*[0-9]+[ \t]*\r?\n", re.IGNORECASE)
-_HEADER_BEGUN = re.compile(rb"content-length[ \t]*(?::[ \t]*[0-9]*[ \t]*\r?)?\Z")
-_HEADER_NAME = b"content-length"
+# The one header read, in parts: a part is whole or not begun at all in a header cut short.
+_HEADER_PARTS = (
+    *(re.escape(bytes([byte])) for byte in b"content-length"),
+    *(rb"[ \t]*", rb":", rb"[ \t]*", rb"([0-9]+)", rb"[ \t]*", rb"\r?", rb"\n"),
+)
+_HEADER = re.compile(b"".join(_HEADER_PARTS), re.IGNORECASE)
+_HEADER_BEGUN = re.compile(
+    functools.reduce(lambda rest, part: part + b"(?:" + rest + b")?", reversed(_HEADER_PARTS))
+    + rb"\Z",
+    re.IGNORECASE,
+)
 _LOG = logging.getLogger(__name__)
 
 
@@ -45,11 +54,14 @@ class Frames:
     """The input stream, read in a worker thread so the event loop keeps answering.
 
     A body is taken as its bytes arrive. When the next frame's header comes within them (a
-    line `Content-Length: N`), or begins at their end cut short by it, the body was shorter
-    than its length said: it ends there, and the bytes from that header on are read again
-    as the next frame's. Neither is ever in a JSON body: JSON has no bare word, and no line
-    break in a string. So the next frame is read whole even when the length said more than
-    the client sends before it waits for the answer to that frame.
+    line `Content-Length: N`), or begins at their end and goes on into that whole line in
+    the bytes after them, the body was shorter than its length said: it ends there, and the
+    bytes from that header on are read again as the next frame's. Neither is ever in a JSON
+    body: JSON has no bare word, and no line break in a string. So the next frame is read
+    whole even when the length said more than the client sends before it waits for the
+    answer to that frame. A body whose end only looks like a header begun (`c`, or
+    `Content-Length: 9` then no line break) is whole and handed on as it is; only a body
+    that is not JSON can end so, and its answer waits for the bytes after it.
     """
 
     def __init__(self, stream: BinaryIO, executor: ThreadPoolExecutor | None) -> None:
@@ -84,50 +96,44 @@ class Frames:
     def _body(self, length: int) -> bytes:
         body = bytearray(self._again[:length])
         self._again = self._again[length:]
-        searched = 0
+        start = 0  # no header begins before: each byte is searched about once
         while True:
-            header = _header_line(body, searched)
+            header = _HEADER.search(body, start)
             if header is not None:
-                return self._cut(body, header)
+                return self._cut(body, header.start())
+            begun = _HEADER_BEGUN.search(body, max(start, len(body) - MAX_HEADER_LINE))
             if len(body) == length:
-                begun = _header_begun(body)
-                return bytes(body) if begun is None else self._cut(body, begun)
-            searched = len(body)
+                if begun is None or not self._goes_on(body[begun.start() :]):
+                    return bytes(body)
+                return self._cut(body, begun.start())
+            start = len(body) if begun is None else begun.start()
             piece = self._read_some(length - len(body))
             if not piece:
                 self.ended = True
                 return bytes(body)
             body += piece
 
+    def _goes_on(self, begun: bytearray) -> bool:
+        """Whether the header begun at the end of a body goes on, in the bytes after the body,
+        into a whole `Content-Length: N` line; those bytes are read again."""
+        after = bytearray()
+        try:
+            while True:
+                text = bytes(begun + after)
+                if _HEADER.match(text):
+                    return True
+                if len(text) > MAX_HEADER_LINE or not _HEADER_BEGUN.match(text):
+                    return False
+                piece, self._again = self._again or self._read_some(MAX_HEADER_LINE), b""
+                if not piece:
+                    return False
+                after += piece
+        finally:
+            self._again = bytes(after) + self._again
+
     def _cut(self, body: bytearray, start: int) -> bytes:
         self._again = bytes(body[start:]) + self._again
         return bytes(body[:start])
-
-
-def _header_line(body: bytearray, start: int) -> int | None:
-    """Where a `Content-Length: N` line that ends in `body[start:]` begins. Only the bytes
-    before each line break are searched: a JSON body seldom has one (a line break in a
-    string is written `\\n`), and a search of the whole body took longer than its read."""
-    end = body.find(b"\n", start)
-    while end >= 0:
-        line = body.rfind(b"\n", max(0, end - MAX_HEADER_LINE), end) + 1
-        header = _NEXT_HEADER.search(body, max(line, end - MAX_HEADER_LINE), end + 1)
-        if header is not None:
-            return header.start()
-        end = body.find(b"\n", end + 1)
-    return None
-
-
-def _header_begun(body: bytearray) -> int | None:
-    """Where a `Content-Length` header line that the end of `body` cuts short begins."""
-    tail = bytes(body[-MAX_HEADER_LINE:]).lower()
-    begun = _HEADER_BEGUN.search(tail)
-    if begun is not None:
-        return len(body) - len(tail) + begun.start()
-    for size in range(min(len(_HEADER_NAME), len(tail)), 0, -1):
-        if tail.endswith(_HEADER_NAME[:size]):
-            return len(body) - size
-    return None
 
 
 class Output:
@@ -197,10 +203,10 @@ async def read_frames(
                 protocol.receive(body)
             length = None
             continue
-        header = _CONTENT_LENGTH.search(line)
+        header = _HEADER.search(line)
         if header is None:
             continue  # another header, or bytes between frames
-        value = header.group(1).strip()
+        value = header.group(1)
         if disagreed:
             continue
         if written is not None and value != written:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import shutil
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import pytest
 import pytest_lsp
@@ -23,6 +23,9 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 DATA = Path(__file__).parent / "data"
 SERVER = [sys.executable, "-m", "converge_dsl", "lsp"]
+
+if TYPE_CHECKING:
+    from tests.lsp._wire_client import Wire
 
 
 @pytest.fixture
@@ -182,3 +185,15 @@ def apply(text: str, edits: list[lsp.TextEdit]) -> str:
     for edit in sorted(edits, key=lambda e: offset(e.range.start), reverse=True):
         text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
     return text
+
+
+@pytest.fixture
+def wire(project: Path) -> Iterator[Wire]:
+    """A real server over pipes, driven a byte at a time (`_wire_client.Wire`)."""
+    from tests.lsp._wire_client import Wire
+
+    running = Wire(project)
+    yield running
+    if running.process.poll() is None:
+        running.process.kill()
+        running.process.wait()

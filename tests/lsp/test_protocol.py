@@ -1,6 +1,6 @@
-"""The wire, driven byte by byte: a bad frame loses that frame only, every request is answered
-(a JSON-RPC error saying why when it cannot be taken; in words when it fails inside the
-server), and the exit code says whether the client asked for `shutdown`."""
+"""The protocol, driven byte by byte: every request is answered (a JSON-RPC error saying why
+when it cannot be taken; in words when it fails inside the server), and the exit code says
+whether the client asked for `shutdown`. The framing is tested in `test_wire`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ import contextlib
 import json
 import logging
 import subprocess
-import threading
 import time
-from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -23,186 +21,8 @@ from pygls.protocol import default_converter
 
 from converge_dsl.lsp import build_server
 from converge_dsl.lsp._params import WrongType, strict_converter
+from tests.lsp._wire_client import HOVER, Wire, frame
 from tests.lsp.conftest import SERVER
-
-HOVER = {"textDocument": {"uri": "file:///x.yaml"}, "position": {"line": 0, "character": 0}}
-
-
-def frame(message: object) -> bytes:
-    body = json.dumps(message).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
-class Wire:
-    """The server in a subprocess; its output read strictly as frames (anything else fails)."""
-
-    def __init__(self, cwd: Path) -> None:
-        self.process = subprocess.Popen(
-            SERVER, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-        self.received: list[dict[str, Any]] = []
-        self.unframed: list[bytes] = []
-        self.arrived = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.next_id = 0
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        out = self.process.stdout
-        while True:
-            headers: dict[bytes, bytes] = {}
-            while (line := out.readline()) != b"\r\n":
-                if not line:
-                    return
-                name, _, value = line.rstrip(b"\r\n").partition(b": ")
-                if not line.endswith(b"\r\n") or not value:
-                    self.unframed.append(line)
-                headers[name.lower()] = value
-            body = out.read(int(headers[b"content-length"]))
-            with self.arrived:
-                self.received.append(json.loads(body))
-                self.arrived.notify_all()
-
-    def send(self, data: bytes) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(data)
-        self.process.stdin.flush()
-
-    def request(self, method: str, params: object = None) -> dict[str, Any]:
-        self.next_id += 1
-        self.send(frame({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}))
-        return self.answer(self.next_id)
-
-    def answer(self, msg_id: object, timeout: float = 20) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        with self.arrived:
-            while True:
-                for message in self.received:
-                    if message.get("id") == msg_id and "method" not in message:
-                        return message
-                left = deadline - time.monotonic()
-                assert left > 0, f"no answer to request {msg_id!r}"
-                self.arrived.wait(left)
-
-    def notification(self, method: str, matches: Callable[[Any], bool], timeout: float = 20) -> Any:
-        """The params of the first notification of `method` whose params match."""
-        deadline = time.monotonic() + timeout
-        with self.arrived:
-            while True:
-                for message in self.received:
-                    if message.get("method") == method and matches(message["params"]):
-                        return message["params"]
-                left = deadline - time.monotonic()
-                assert left > 0, f"no {method} that matches"
-                self.arrived.wait(left)
-
-    def said(self) -> list[str]:
-        """What the server said in the client's log."""
-        return [
-            m["params"]["message"] for m in self.received if m.get("method") == "window/logMessage"
-        ]
-
-    def open(self, path: Path, version: float = 1) -> tuple[str, str]:
-        """`didOpen` of the file `path` at `version`; its URI and text."""
-        uri, text = path.as_uri(), path.read_text(encoding="utf-8")
-        document = {"uri": uri, "languageId": "yaml", "version": version, "text": text}
-        params = {"textDocument": document}
-        self.send(frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": params}))
-        return uri, text
-
-    def initialize(self, root: Path) -> None:
-        self.request(
-            "initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}
-        )
-        self.send(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-
-    def end(self) -> tuple[int, str]:
-        """Close the input; the exit code and standard error."""
-        assert self.process.stdin is not None
-        assert self.process.stderr is not None
-        self.process.stdin.close()
-        code = self.process.wait(30)
-        return code, self.process.stderr.read().decode()
-
-
-@pytest.fixture
-def wire(project: Path) -> Iterator[Wire]:
-    running = Wire(project)
-    yield running
-    if running.process.poll() is None:
-        running.process.kill()
-        running.process.wait()
-
-
-@pytest.mark.parametrize(
-    "bad",
-    [
-        b'\r\n{"jsonrpc": "2.0", "id": 900, "method": "shutdown"}',  # a body without a header
-        b'Content-Length: 10\n\n{"id": 10}',  # LF line ends and a length in order
-        b'Content-Length: 20\r\n\r\n{"jsonrpc": "2.0", "id": 900, "method": "shutdown"}',  # short
-        b"Content-Length: 99999999999999999999\r\n\r\n{}",  # past any index
-        b"Content-Length: 3000000000\r\n\r\n{}",  # over the limit
-        b"Content-Length: twelve\r\n\r\n{}",
-        b"Content-Length: 2\r\nContent-Length: 500\r\n\r\n{}",  # the larger took what follows
-        # A third length equal to the first brought the message back.
-        b"Content-Length: 51\r\nContent-Length: 500\r\nContent-Length: 51\r\n\r\n"
-        b'{"jsonrpc": "2.0", "id": 900, "method": "shutdown"}',
-    ],
-)
-def test_a_bad_frame_loses_that_frame_only(wire: Wire, project: Path, bad: bytes) -> None:
-    wire.initialize(project)
-    wire.send(bad)
-    assert wire.request("textDocument/hover", HOVER)["result"] is None
-    assert wire.request("textDocument/hover", HOVER)["result"] is None
-    assert wire.request("shutdown")["result"] is None
-    code, stderr = wire.end()
-    assert (code, wire.unframed) == (0, [])
-    assert "Traceback" not in stderr
-
-
-@pytest.mark.parametrize("over", [1, 9, 18, 21, 22, 40, 100_000])
-def test_a_body_shorter_than_its_length_loses_that_message_only(
-    wire: Wire, project: Path, over: int
-) -> None:
-    """The length said `over` bytes more than the body has: the read took that much of the
-    next message (its header cut anywhere, whole, or with its blank line) or waited for bytes
-    the client never sends, as it waits for the answer to the next message."""
-    wire.initialize(project)
-    cut = b'{"jsonrpc": "2.0", "id": 80, "method": "textDoc'
-    wire.send(b"Content-Length: %d\r\n\r\n%s" % (len(cut) + over, cut))
-    body = json.dumps({"jsonrpc": "2.0", "id": 81, "method": "textDocument/hover", "params": HOVER})
-    wire.send(b"Content-Length: %d\r\n\r\n%s" % (len(body), body.encode()))
-    assert wire.answer(81)["result"] is None
-    refused = [m for m in wire.received if "error" in m]
-    assert [(m["id"], m["error"]["code"]) for m in refused] == [(None, -32700)]
-    assert refused[0]["error"]["message"] == (
-        f"a message's body is {len(cut)} bytes, not the {len(cut) + over} its Content-Length "
-        "said: the next message's header came within it; the message is skipped"
-    )
-    assert wire.request("shutdown")["result"] is None
-    code, stderr = wire.end()
-    assert (code, wire.unframed) == (0, [])
-    assert "Traceback" not in stderr
-
-
-def test_a_header_written_inside_a_json_body_is_its_text(wire: Wire, project: Path) -> None:
-    """JSON writes a line break in a string as `\\n`: a body's text never reads as a header."""
-    wire.initialize(project)
-    text = "# Content-Length: 12\r\n\r\n{}\nkey: 1 # content-length"
-    document = {"uri": (project / "x.yaml").as_uri(), "languageId": "yaml", "version": 1}
-    params = {"textDocument": {**document, "text": text}}
-    wire.send(frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": params}))
-    hover = {"textDocument": {"uri": document["uri"]}, "position": {"line": 0, "character": 0}}
-    wire.send(frame({"jsonrpc": "2.0", "id": 82, "method": "textDocument/hover", "params": hover}))
-    assert "result" in wire.answer(82)
-    assert [m for m in wire.received if "error" in m] == []
-
-
-def test_a_header_is_read_in_any_case_with_lf_line_ends(wire: Wire, project: Path) -> None:
-    wire.initialize(project)
-    body = json.dumps({"jsonrpc": "2.0", "id": 70, "method": "textDocument/hover", "params": HOVER})
-    wire.send(b"content-length: %d\n\n%s" % (len(body), body.encode()))
-    assert wire.answer(70)["result"] is None
 
 
 def test_what_cannot_be_taken_is_answered_with_an_error_saying_why(

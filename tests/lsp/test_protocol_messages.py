@@ -301,3 +301,23 @@ def test_a_misfit_is_placed_by_the_names_the_protocol_writes(server: Server) -> 
         "textDocument/hover: expected an integer or a string, not [] "
         "@ message.params.workDoneToken",
     ]
+
+
+def test_a_misfit_of_an_enumeration_or_a_long_number_is_said_in_the_servers_words(
+    server: Server,
+) -> None:
+    """cattrs said "invalid value for type, expected CompletionTriggerKind", a rule echoed a
+    4000-digit line whole, and a 5000-digit number was refused in Python's words (its
+    `int_max_str_digits` and the call that raises it)."""
+    context = {**HOVER, "context": {"triggerKind": 9}}
+    server.send({"id": 1, "method": "textDocument/completion", "params": context})
+    far = {**HOVER, "position": {"line": int("9" * 4000), "character": 0}}
+    server.send({"id": 2, "method": "textDocument/hover", "params": far})
+    server.protocol.receive(b'{"jsonrpc": "2.0", "id": 3, "params": ' + b"9" * 5000 + b"}")
+    assert [m["error"]["message"] for m in server.answers()] == [
+        "textDocument/completion: expected 1, 2 or 3 (CompletionTriggerKind) "
+        "@ message.params.context.triggerKind",
+        "textDocument/hover: Position.line should be in range [0:2147483647], but was "
+        "9999999999... (4000 digits) @ message.params.position",
+        "a message is not JSON (a number of more than 4300 digits)",
+    ]
