@@ -342,3 +342,27 @@ def test_the_pane_takes_a_phones_width(browser: Any, tmp_path: Path, artifacts: 
         )
         browser.save_screenshot(str(artifacts / "eval-pane-390.png"))
     assert width >= 0.9 * 390
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_close_button_leaves_the_headings_scrollbar_free(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int
+) -> None:
+    # A case's name of 2,000 Thai characters: the heading scrolls, and at 1,280 pixels the
+    # pane's close button stood over the top of its scrollbar (a click there closed the pane).
+    name = "\u0e17\u0e14\u0e2a\u0e2d\u0e1a \u0e1b\u0e37\u0e4b " * 200
+    with _window(browser, width, 844):
+        _open_with_a_case_named(browser, tmp_path, name)
+        browser.execute_script("document.querySelector('#cases .row').click();")
+        heading, button = browser.execute_script(
+            "var h=document.querySelector('#detail-pane h3'),"
+            " b=document.querySelector('#detail-pane button'),"
+            " r=h.getBoundingClientRect(), s=getComputedStyle(h);"
+            " var right=r.right-parseFloat(s.borderRightWidth);"
+            " var bar=[right-Math.max(h.offsetWidth-h.clientWidth, 8), r.top, right, r.bottom];"
+            " var c=b.getBoundingClientRect(); return [bar, [c.left, c.top, c.right, c.bottom]];"
+        )
+        browser.save_screenshot(str(artifacts / f"eval-pane-button-{width}.png"))
+    # (a phone's scrollbar is drawn over the box's edge, a few pixels wide, when it scrolls)
+    apart = button[2] <= heading[0] or button[0] >= heading[2] or button[3] <= heading[1]
+    assert apart, (heading, button)
