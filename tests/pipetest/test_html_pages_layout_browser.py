@@ -366,3 +366,22 @@ def test_the_close_button_leaves_the_headings_scrollbar_free(
     # (a phone's scrollbar is drawn over the box's edge, a few pixels wide, when it scrolls)
     apart = button[2] <= heading[0] or button[0] >= heading[2] or button[3] <= heading[1]
     assert apart, (heading, button)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_pane_heading_keeps_its_place_under_the_room_for_marks(
+    browser: Any, tmp_path: Path, width: int
+) -> None:
+    # The room for marks (marks.css) set the heading's margin over the page's own: its text
+    # and the result under it stood a third of a line higher than the page had them.
+    with _window(browser, width, 844):
+        _open_with_a_case_named(browser, tmp_path, "case")
+        browser.execute_script("document.querySelector('#cases .row').click();")
+        gap, em = browser.execute_script(
+            "var p=document.getElementById('detail-pane'), h=p.querySelector('h3');"
+            " var top=p.getBoundingClientRect().top+p.clientTop"
+            " +parseFloat(getComputedStyle(p).paddingTop);"
+            " var text=h.getBoundingClientRect().top+parseFloat(getComputedStyle(h).paddingTop);"
+            " return [text-top, parseFloat(getComputedStyle(h).fontSize)];"
+        )
+    assert abs(gap - 0.35 * em) < 0.5, (gap, em)
