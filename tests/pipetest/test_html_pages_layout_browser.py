@@ -385,3 +385,28 @@ def test_the_pane_heading_keeps_its_place_under_the_room_for_marks(
             " return [text-top, parseFloat(getComputedStyle(h).fontSize)];"
         )
     assert abs(gap - 0.35 * em) < 0.5, (gap, em)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_worst_cases_long_names_show_a_few_lines(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int
+) -> None:
+    # A metric's name of 400 characters, which a case was below 1 on, ran to 20 lines in the
+    # worst cases' table on a phone (and the case's name of 1,000 as many): three show.
+    document = _document(2)
+    document["metrics"][0]["name"] = "m" * 400
+    document["cases"][0]["name"] = "c" * 1000
+    document["cases"][0]["scores"] = {"m" * 400: 0.5}
+    page = tmp_path / "eval.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    with _window(browser, width, 844):
+        _open(browser, page)
+        browser.execute_script("document.getElementById('worst').scrollIntoView();")
+        browser.save_screenshot(str(artifacts / f"eval-worst-long-{width}.png"))
+        lines = browser.execute_script(
+            "return [...document.querySelectorAll('#worst tbody td:not(.num)')].map(function (d) {"
+            " var n = d.firstElementChild || d;"
+            " return n.clientHeight / parseFloat(getComputedStyle(n).lineHeight); });"
+        )
+        assert all(count < 3.6 for count in lines), lines
+        assert_room_for_marks(browser, "#worst td .few")
