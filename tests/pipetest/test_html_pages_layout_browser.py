@@ -278,18 +278,26 @@ def test_metric_names_show_their_hidden_characters(
     assert cells[3:5] == ["1", "0.5"]  # each column still finds its scores
 
 
+def _a_metric_of_400_characters(folder: Path, first: str, score: float) -> Path:
+    """The eval page of two cases, the first named `first`, each scoring `score` on a
+    metric whose name is 400 characters long."""
+    document = _document(2)
+    document["metrics"][0]["name"] = "m" * 400
+    document["cases"][0]["name"] = first
+    for case in document["cases"]:
+        case["scores"] = {"m" * 400: score}
+    page = folder / "eval.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    return page
+
+
 @pytest.mark.parametrize("width", [1280, 390])
 def test_a_metric_name_of_400_characters_shows_a_few_lines(
     browser: Any, tmp_path: Path, artifacts: Path, width: int
 ) -> None:
     # Its card's name ran to 19 lines at 1280 pixels (24 at 390), and every card of its row
     # stood as tall: three lines of it show, the rest scrolled to.
-    document = _document(2)
-    document["metrics"][0]["name"] = "m" * 400
-    for case in document["cases"]:
-        case["scores"] = {"m" * 400: 1.0}
-    page = tmp_path / "eval.html"
-    page.write_text(render_eval_html(document), encoding="utf-8")
+    page = _a_metric_of_400_characters(tmp_path, "case-0", 1.0)
     with _window(browser, width, 844):
         _open(browser, page)
         browser.save_screenshot(str(artifacts / f"eval-long-metric-{width}.png"))
@@ -393,12 +401,7 @@ def test_a_worst_cases_long_names_show_a_few_lines(
 ) -> None:
     # A metric's name of 400 characters, which a case was below 1 on, ran to 20 lines in the
     # worst cases' table on a phone (and the case's name of 1,000 as many): three show.
-    document = _document(2)
-    document["metrics"][0]["name"] = "m" * 400
-    document["cases"][0]["name"] = "c" * 1000
-    document["cases"][0]["scores"] = {"m" * 400: 0.5}
-    page = tmp_path / "eval.html"
-    page.write_text(render_eval_html(document), encoding="utf-8")
+    page = _a_metric_of_400_characters(tmp_path, "c" * 1000, 0.5)
     with _window(browser, width, 844):
         _open(browser, page)
         browser.execute_script("document.getElementById('worst').scrollIntoView();")
