@@ -204,6 +204,16 @@ CUT_CASES = (
     ("a\u27e8U+200D\u27e9b", 5, "a"),  # not inside a notation
     ("a\u27e8U+200D\u27e9b", 9, "a\u27e8U+200D\u27e9"),
     ("\ud83dx", 1, "\ud83d"),  # a lone surrogate (JSON may carry one)
+    # where hand-written rules over Python's own tables cut elsewhere than the browser:
+    ("\u0600\u0628x", 1, ""),  # a prepended sign (Arabic's number sign) joins what follows
+    ("\u06dd\u0661x", 1, ""),
+    ("\uff76\uff9ex", 1, ""),  # a halfwidth voiced mark, not of category Mn, Mc, Me
+    ("\u0c95\u0cf3x", 1, ""),  # a mark of Unicode 15 (Kannada's), unknown to Python 3.11
+    ("\u1000\u1039\u1000", 2, ""),  # Myanmar's conjunct
+    ("\u1780\u17d2\u1780", 2, ""),  # Khmer's
+    ("\u0915\u094d\u0905", 2, "\u0915\u094d"),  # a vowel letter after a virama: apart
+    ("a\r\nb", 2, "a"),  # CR LF, one cluster
+    ("\U0001f600\u200d\u200d\U0001f600", 3, "\U0001f600\u200d\u200d"),  # two joiners join nothing
 )
 
 

@@ -13,7 +13,9 @@
    shownCut(shown, at) the greatest place at or before `at` where the shown name `shown` may be
                      cut short: not inside a "\u27e8U+XXXX\u27e9", and between two grapheme
                      clusters (the browser's Intl.Segmenter), so that no emoji sequence, flag or
-                     keycap is split nor a letter parted from its marks; Python's is `shown_cut` */
+                     keycap is split nor a letter parted from its marks; Python's is `shown_cut`
+                     (`at` and the place count UTF-16 units, as a string's indices do
+                     here; Python's count code points: a character past U+FFFF is 2 here) */
 var NAMED_CHARACTERS = /@NAMED@/g;
 /* Unicode's emoji ZWJ sequences ("T" for any skin tone), written in by `page_asset` from
    `emoji_zwj.txt`; a run of characters joined by zero-width joiners (each maybe followed by

@@ -571,3 +571,16 @@ def test_a_long_pipeline_name_wraps_in_the_heading(
     from ..runtime.test_report_browser_layout import VIETNAMESE, drawn_unclipped
 
     assert drawn_unclipped(browser, "h1", "header", VIETNAMESE)  # its marks whole
+
+
+def test_the_details_heading_keeps_the_pages_margin_over_it(
+    browser: Any, pages: dict[str, Path]
+) -> None:
+    # The room for marks (marks.css) set the heading's margin over the page's own: the
+    # heading, and the details under it, stood 6 pixels higher.
+    _open(browser, pages["triage"], "#node=key:tickets")
+    over, padding = browser.execute_script(
+        "var s = getComputedStyle(document.querySelector('#details h3'));"
+        " return [parseFloat(s.marginTop), parseFloat(s.paddingTop)];"
+    )
+    assert (over, padding > 0) == (0, True)

@@ -278,18 +278,26 @@ def test_metric_names_show_their_hidden_characters(
     assert cells[3:5] == ["1", "0.5"]  # each column still finds its scores
 
 
+def _a_metric_of_400_characters(folder: Path, first: str, score: float) -> Path:
+    """The eval page of two cases, the first named `first`, each scoring `score` on a
+    metric whose name is 400 characters long."""
+    document = _document(2)
+    document["metrics"][0]["name"] = "m" * 400
+    document["cases"][0]["name"] = first
+    for case in document["cases"]:
+        case["scores"] = {"m" * 400: score}
+    page = folder / "eval.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    return page
+
+
 @pytest.mark.parametrize("width", [1280, 390])
 def test_a_metric_name_of_400_characters_shows_a_few_lines(
     browser: Any, tmp_path: Path, artifacts: Path, width: int
 ) -> None:
     # Its card's name ran to 19 lines at 1280 pixels (24 at 390), and every card of its row
     # stood as tall: three lines of it show, the rest scrolled to.
-    document = _document(2)
-    document["metrics"][0]["name"] = "m" * 400
-    for case in document["cases"]:
-        case["scores"] = {"m" * 400: 1.0}
-    page = tmp_path / "eval.html"
-    page.write_text(render_eval_html(document), encoding="utf-8")
+    page = _a_metric_of_400_characters(tmp_path, "case-0", 1.0)
     with _window(browser, width, 844):
         _open(browser, page)
         browser.save_screenshot(str(artifacts / f"eval-long-metric-{width}.png"))
@@ -342,3 +350,66 @@ def test_the_pane_takes_a_phones_width(browser: Any, tmp_path: Path, artifacts: 
         )
         browser.save_screenshot(str(artifacts / "eval-pane-390.png"))
     assert width >= 0.9 * 390
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_close_button_leaves_the_headings_scrollbar_free(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int
+) -> None:
+    # A case's name of 2,000 Thai characters: the heading scrolls, and at 1,280 pixels the
+    # pane's close button stood over the top of its scrollbar (a click there closed the pane).
+    name = "\u0e17\u0e14\u0e2a\u0e2d\u0e1a \u0e1b\u0e37\u0e4b " * 200
+    with _window(browser, width, 844):
+        _open_with_a_case_named(browser, tmp_path, name)
+        browser.execute_script("document.querySelector('#cases .row').click();")
+        heading, button = browser.execute_script(
+            "var h=document.querySelector('#detail-pane h3'),"
+            " b=document.querySelector('#detail-pane button'),"
+            " r=h.getBoundingClientRect(), s=getComputedStyle(h);"
+            " var right=r.right-parseFloat(s.borderRightWidth);"
+            " var bar=[right-Math.max(h.offsetWidth-h.clientWidth, 8), r.top, right, r.bottom];"
+            " var c=b.getBoundingClientRect(); return [bar, [c.left, c.top, c.right, c.bottom]];"
+        )
+        browser.save_screenshot(str(artifacts / f"eval-pane-button-{width}.png"))
+    # (a phone's scrollbar is drawn over the box's edge, a few pixels wide, when it scrolls)
+    apart = button[2] <= heading[0] or button[0] >= heading[2] or button[3] <= heading[1]
+    assert apart, (heading, button)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_pane_heading_keeps_its_place_under_the_room_for_marks(
+    browser: Any, tmp_path: Path, width: int
+) -> None:
+    # The room for marks (marks.css) set the heading's margin over the page's own: its text
+    # and the result under it stood a third of a line higher than the page had them.
+    with _window(browser, width, 844):
+        _open_with_a_case_named(browser, tmp_path, "case")
+        browser.execute_script("document.querySelector('#cases .row').click();")
+        gap, em = browser.execute_script(
+            "var p=document.getElementById('detail-pane'), h=p.querySelector('h3');"
+            " var top=p.getBoundingClientRect().top+p.clientTop"
+            " +parseFloat(getComputedStyle(p).paddingTop);"
+            " var text=h.getBoundingClientRect().top+parseFloat(getComputedStyle(h).paddingTop);"
+            " return [text-top, parseFloat(getComputedStyle(h).fontSize)];"
+        )
+    assert abs(gap - 0.35 * em) < 0.5, (gap, em)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_worst_cases_long_names_show_a_few_lines(
+    browser: Any, tmp_path: Path, artifacts: Path, width: int
+) -> None:
+    # A metric's name of 400 characters, which a case was below 1 on, ran to 20 lines in the
+    # worst cases' table on a phone (and the case's name of 1,000 as many): three show.
+    page = _a_metric_of_400_characters(tmp_path, "c" * 1000, 0.5)
+    with _window(browser, width, 844):
+        _open(browser, page)
+        browser.execute_script("document.getElementById('worst').scrollIntoView();")
+        browser.save_screenshot(str(artifacts / f"eval-worst-long-{width}.png"))
+        lines = browser.execute_script(
+            "return [...document.querySelectorAll('#worst tbody td:not(.num)')].map(function (d) {"
+            " var n = d.firstElementChild || d;"
+            " return n.clientHeight / parseFloat(getComputedStyle(n).lineHeight); });"
+        )
+        assert all(count < 3.6 for count in lines), lines
+        assert_room_for_marks(browser, "#worst td .few")

@@ -378,3 +378,22 @@ def test_thai_is_drawn_whole_in_a_facts_fields(
     browser.find_element("css selector", ".detail").screenshot(
         str(artifacts / f"report-thai-fact-{width}.png")
     )
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_fact_pane_is_no_taller_for_its_room_for_marks(
+    browser: Any, long_page: Path, width: int
+) -> None:
+    # The last field's room under it (marks.css) was added under its list's own margin:
+    # the pane of a fact stood 5 pixels taller than the page had it.
+    _open(browser, long_page, width)
+    browser.execute_script("document.querySelector('#facts .row').click();")
+    under, own = browser.execute_script(
+        "var p=document.querySelector('.detail'), l=p.querySelector('dl'),"
+        " d=l.querySelector('dd:last-child'), s=getComputedStyle(d);"
+        " var text=d.getBoundingClientRect().bottom-parseFloat(s.paddingBottom);"
+        " var end=p.getBoundingClientRect().top+p.clientTop+p.scrollHeight;"
+        " return [end-text, parseFloat(getComputedStyle(l).marginBottom)"
+        " +parseFloat(getComputedStyle(p).paddingBottom)];"
+    )
+    assert abs(under - own) < 1, (under, own)

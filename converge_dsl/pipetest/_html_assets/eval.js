@@ -125,7 +125,7 @@
     var wt = table(["case", "mean", "below 1 on"], [false, true, false]);
     worst.forEach(function (c) {
       var tr = el("tr", "pick");
-      add(tr, el("td", null, c.name), el("td", "num", fix3(meanOf(c))), el("td", null, failing(c).join(", ")));
+      add(tr, add(el("td"), el("div", "few", c.name)), el("td", "num", fix3(meanOf(c))), add(el("td"), el("div", "few", failing(c).join(", "))));
       pickable(tr, "case " + c.name, c, caseLead.bind(null, c));
       wt.body.appendChild(tr);
     });
