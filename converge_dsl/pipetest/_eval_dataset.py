@@ -25,7 +25,7 @@ from converge_dsl import codes
 from converge_dsl._json_keys import DuplicateKey, unique_keys
 from converge_dsl._json_text import loads
 from converge_dsl._json_types import MAX_INPUT_DEPTH, JsonObject, JsonValue, nests_deeper
-from converge_dsl.diagnostics import Diagnostic, Severity, unknown_name_hint
+from converge_dsl.diagnostics import Diagnostic, Severity, did_you_mean, unknown_name_hint
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -127,13 +127,16 @@ def _check_inputs(
     pipeline: Pipeline,
 ) -> None:
     """A CD802 for each input of `cases` that `pipeline` does not declare, located at its
-    first use: the key in its JSONL line, the `input.X` column of a CSV header."""
+    first use: the key in its JSONL line, the `input.X` column of a CSV header.
+
+    A case expecting `stop_reason: usage_error` (`refused`) may give such an input on
+    purpose, unless it is a likely typo of a declared one: a typo is never meant."""
     declared = pipeline.inputs
     first: dict[str, EvalCase] = {}
     given: collections.Counter[str] = collections.Counter()
     for case in cases:
         for name in case.inputs:
-            if name not in declared:
+            if name not in declared and not (refused(case) and not did_you_mean(name, declared)):
                 first.setdefault(name, case)
                 given[name] += 1
     if not first:
@@ -165,6 +168,12 @@ def _check_inputs(
                 unknown_name_hint(name, declared, f"its inputs: {listed}"),
             )
         )
+
+
+def refused(case: EvalCase) -> bool:
+    """Whether `case` expects its run to be refused (`"expected": {"stop_reason":
+    "usage_error"}`): its inputs may be ones the pipeline does not declare."""
+    return case.expected.get("stop_reason") == "usage_error"
 
 
 def _key_at(line: str, name: str) -> tuple[int, int]:

@@ -367,10 +367,62 @@ def test_an_input_the_pipeline_does_not_declare_is_one_error_before_any_case_run
     assert cli("validate", "incident.eval.yaml")[0] == 2
 
 
-def test_an_evaluation_of_refusals_may_give_inputs_the_pipeline_does_not_declare(
+_REFUSED = '"expected": {"stop_reason": "usage_error", "top": "x", "causes": []}'
+
+
+def test_a_case_expecting_refusal_may_give_inputs_the_pipeline_does_not_declare(
     tmp_path: Path,
 ) -> None:
-    # Its cases are meant to be refused: the check before any case runs leaves them be.
-    path = _folder(tmp_path, "cases.jsonl", _UNKNOWN_INPUT)
+    # Its case is meant to be refused: the check before any case runs leaves it be.
+    text = '{"name": "probe", "inputs": {"bogus": 1}, ' + _REFUSED + "}\n"
+    path = _folder(tmp_path, "cases.jsonl", text)
     path.write_text(path.read_text().replace("equals: converged", "equals: usage_error"))
-    assert [c.name for c in read_eval_file(path).cases] == ["a", "b", "c"]
+    assert [c.name for c in read_eval_file(path).cases] == ["probe"]
+    csv = "name,input.bogus,expected.stop_reason,expected.top,expected.causes\n"
+    csv += "p,1,usage_error,x,[]\n"
+    assert [c.name for c in read_eval_file(_folder(tmp_path, "cases.csv", csv)).cases] == ["p"]
+
+
+def test_a_typo_in_an_evaluation_of_refusals_is_reported(tmp_path: Path) -> None:
+    # A `usage_error` metric turned the check off for every case: the typo 'servce' was
+    # run, refused and scored as a refusal measured, and the evaluation passed.
+    text = (
+        '{"name": "probe", "inputs": {"bogus": 1}}\n{"name": "normal", "inputs": {"servce": "x"}}\n'
+    )
+    path = _folder(tmp_path, "cases.jsonl", text)
+    path.write_text(path.read_text().replace("equals: converged", "equals: usage_error"))
+    assert [(c, line, m) for c, line, m in _codes(path) if "has no input" in m] == [
+        (
+            codes.EVAL_UNKNOWN_NAME,
+            1,
+            "pipeline 'incident-triage' has no input 'bogus', given by case 'probe'",
+        ),
+        (
+            codes.EVAL_UNKNOWN_NAME,
+            2,
+            "pipeline 'incident-triage' has no input 'servce', given by case 'normal'",
+        ),
+    ]
+
+
+def test_a_case_s_refusal_opt_in_covers_that_case_and_no_typo(tmp_path: Path) -> None:
+    # Only the cases expecting `usage_error` may give unknown inputs, and not a typo.
+    text = (
+        '{"name": "probe", "inputs": {"bogus": 1, "servic": 2}, ' + _REFUSED + "}\n"
+        '{"name": "normal", "inputs": {"service": "x", "bogus": 1}}\n'
+        '{"name": "other", "inputs": {"region": "eu"}, ' + _REFUSED + "}\n"
+    )
+    path = _folder(tmp_path, "cases.jsonl", text)
+    path.write_text(path.read_text().replace("equals: converged", "equals: usage_error"))
+    assert [(c, line, m) for c, line, m in _codes(path) if "has no input" in m] == [
+        (
+            codes.EVAL_UNKNOWN_NAME,
+            1,
+            "pipeline 'incident-triage' has no input 'servic', given by case 'probe'",
+        ),
+        (
+            codes.EVAL_UNKNOWN_NAME,
+            2,
+            "pipeline 'incident-triage' has no input 'bogus', given by case 'normal'",
+        ),
+    ]
