@@ -4,7 +4,8 @@
 JSONL nor CSV, or not there); `read_cases` reads each line or row into an
 `EvalCase`, each one that is not a case a located problem (CD801, at its line):
 not JSON, nested deeper than `--cases` reads, not an object of `name`, `inputs`
-and `expected`, a CSV header naming a column twice, a row of more or fewer cells
+and `expected`, a CSV header naming a column twice or a column `input.` or
+`expected.` with no name after the dot, a row of more or fewer cells
 than the header or a cell longer than csv reads, two cases of one name. A JSONL
 line is `{"name": ..., "inputs": {...}, "expected": {...}}` (`name` optional:
 `case-N`); a CSV file's columns are `name`, `input.X` and `expected.X`, each
@@ -147,8 +148,7 @@ def _check_inputs(
         line = 1 if csv_file else case.line
         source = lines[line - 1] if line <= len(lines) else ""
         if csv_file:
-            start = source.find(f"input.{name}")
-            end = start + len(f"input.{name}")
+            start, end = _column_at(source, f"input.{name}")
         else:
             start, end = _key_at(source, name)
         column, end = (start + 1, end + 1) if start >= 0 else (1, 1)
@@ -212,6 +212,27 @@ def _key_at(line: str, name: str) -> tuple[int, int]:
     return -1, -1
 
 
+def _column_at(header: str, column: str) -> tuple[int, int]:
+    """Where the cell of the CSV `header` line that reads `column` begins and ends, its
+    quotes included ((-1, -1): not found)."""
+    at = 0
+    while at <= len(header):
+        start = at
+        if header[at : at + 1] == '"':
+            at += 1
+            while at < len(header) and (header[at] != '"' or header[at + 1 : at + 2] == '"'):
+                at += 2 if header[at] == '"' else 1
+            at += 1  # past the closing quote
+        at = header.find(",", at)
+        end = len(header) if at < 0 else at
+        if next(csv.reader([header[start:end]]), [""])[0] == column:
+            return start, end
+        if at < 0:
+            break
+        at += 1
+    return -1, -1
+
+
 _JSONL_LINE = 'a case is {"name": ..., "inputs": {...}, "expected": {...}}'
 _CSV_ROW = "a case is a row with a cell for each column of the header: name, input.X, expected.X"
 
@@ -259,6 +280,9 @@ def _csv_rows(text: str) -> list[tuple[int, object]]:
         blank = next((c for c in columns if not c.strip()), None)
         if blank is not None:  # Excel's trailing empty columns: refused before "twice"
             return [(1, f"column {blank!r} is neither name, input.X nor expected.X")]
+        unnamed = next((c for c in columns if c in ("input.", "expected.")), None)
+        if unnamed is not None:  # read as an input or expected value named ''
+            return [(1, f"column {unnamed!r} gives no name after the dot ({unnamed}X)")]
         twice = _repeated(columns)
         if twice is not None:  # the row's dict keeps the last cell of the two, silently
             return [(1, f"the header names column {twice!r} twice")]

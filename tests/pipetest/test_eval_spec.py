@@ -292,6 +292,18 @@ def test_a_csv_header_with_empty_trailing_columns_names_the_empty_column(
     ]
 
 
+@pytest.mark.parametrize("column", ["input.", "expected."])
+def test_a_csv_header_column_naming_nothing_after_its_dot_is_refused_at_line_1(
+    tmp_path: Path, column: str
+) -> None:
+    # `input.` was read as an input named '': "pipeline ... has no input ''".
+    text = f"name,input.service,expected.top,{column}\nc1,checkout,bad-deploy,x\n"
+    found = _codes(_folder(tmp_path, "cases.csv", text))
+    assert found[:1] == [
+        (codes.EVAL_BAD_CASE, 1, f"column {column!r} gives no name after the dot ({column}X)")
+    ]
+
+
 def test_a_csv_cell_over_the_csv_limit_is_located_at_its_row(tmp_path: Path) -> None:
     # csv raised `_csv.Error: field larger than field limit` through eval and validate,
     # a traceback; a CSV row's hint spoke of JSON objects.
@@ -352,6 +364,12 @@ _UNKNOWN_INPUT = (
             "cases.csv",
             "name,expected.top,input.servce,expected.causes\nc1,a,x,[]\nc2,b,y,[]\n",
             "eval-unknown-csv.txt",
+        ),
+        (  # each caret on its whole cell, not on the first text that reads input.servce
+            "cases.csv",
+            'name,expected.top,expected.input.servce,input.servce_x,"input.servce",expected.causes'
+            "\nc1,a,1,2,3,[]\n",
+            "eval-unknown-csv-cells.txt",
         ),
     ],
 )
