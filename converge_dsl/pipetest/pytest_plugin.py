@@ -121,6 +121,7 @@ class PipelineTestItem(pytest.Item):
         super().__init__(**kwargs)
         self.test = test
         self.case = case
+        self.extra_keyword_matches.add(case.name)  # `-k` by the case's own name
         # No fixtures; plugins that wrap every call read an item's `funcargs`
         # (pytest-lsp's hook returns without yielding when an item has none).
         self.funcargs: dict[str, Any] = {}

@@ -102,6 +102,14 @@ def test_a_case_name_holding_double_colons_can_be_selected_by_its_node_id(
         assert done.stdout.splitlines()[-1].startswith("1 passed"), done.stdout
 
 
+def test_a_case_is_selected_by_its_own_name_with_k(tmp_path: Path) -> None:
+    # Its item's name is escaped (`a\\x3a:b`): `-k 'a::b'` selected no test.
+    _example_named(tmp_path, '"a::b"', '"a::b (more)"', '"other"')
+    done = _pytest(tmp_path, "--collect-only", "-q", "-k", "a::b")
+    ids = [line.split("::", 1)[1] for line in done.stdout.splitlines() if "::" in line]
+    assert ids == ["a\\x3a:b", "a\\x3a:b (more)"], done.stdout + done.stderr
+
+
 def test_an_invalid_test_file_is_a_collection_error_with_its_diagnostics(tmp_path: Path) -> None:
     _copy_example(tmp_path, "incident-triage")
     test_file = tmp_path / "incident-triage.test.yaml"
