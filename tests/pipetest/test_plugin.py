@@ -71,7 +71,7 @@ def test_a_case_name_with_control_characters_is_an_item_named_escaped(tmp_path: 
     done = _pytest(tmp_path, "-v", "-rA", "--color=no")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "\x1b" not in done.stdout
-    assert "incident-triage.test.yaml::bad \\x1b[31mred PASSED" in done.stdout
+    assert "incident-triage.test.yaml::bad \\x1b\\x5b31mred PASSED" in done.stdout
 
 
 def test_case_names_are_items_on_one_line_each_and_never_alike(tmp_path: Path) -> None:
@@ -95,6 +95,25 @@ def test_a_case_name_holding_double_colons_can_be_selected_by_its_node_id(
         "std\\x3a:vector",
         "a\\x3a\\x3a:b",
         "std\\\\x3a:vector",
+    ]
+    for node in ids:
+        done = _pytest(tmp_path, "-q", "--color=no", node)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.splitlines()[-1].startswith("1 passed"), done.stdout
+
+
+def test_a_case_whose_name_another_s_extends_with_brackets_is_selected_alone(
+    tmp_path: Path,
+) -> None:
+    # pytest reads `NAME[...]` as a parametrization of NAME: the node id of 'a::b'
+    # selected 'a::b[c]' too.
+    _example_named(tmp_path, '"a::b"', '"a::b[c]"', '"x[1]"')
+    listed = _pytest(tmp_path, "--collect-only", "-q")
+    ids = [line for line in listed.stdout.splitlines() if "::" in line]
+    assert [node.split("::", 1)[1] for node in ids] == [
+        "a\\x3a:b",
+        "a\\x3a:b\\x5bc]",
+        "x\\x5b1]",
     ]
     for node in ids:
         done = _pytest(tmp_path, "-q", "--color=no", node)
