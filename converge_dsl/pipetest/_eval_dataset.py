@@ -165,7 +165,7 @@ def _check_inputs(
                 line,
                 end,
                 (),
-                unknown_name_hint(name, declared, f"its inputs: {listed}"),
+                unknown_name_hint(name, declared, f"declared inputs: {listed}"),
             )
         )
 
