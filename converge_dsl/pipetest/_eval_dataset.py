@@ -29,6 +29,7 @@ from converge_dsl._json_types import MAX_INPUT_DEPTH, JsonObject, JsonValue, nes
 from converge_dsl.diagnostics import Diagnostic, Severity, did_you_mean, unknown_name_hint
 
 if TYPE_CHECKING:
+    import json
     from collections.abc import Iterator, Sequence
 
     from converge_dsl.batch import Pipeline
@@ -142,17 +143,26 @@ def _check_inputs(
                 given[name] += 1
     if not first:
         return
+    import json
+
+    from converge_dsl.frontend import MAX_PER_CODE
+
     lines = text.splitlines()
     listed = ", ".join(declared) or "none"
-    for name, case in first.items():
+    cells = _header_cells(lines[0]) if csv_file and lines else {}
+    decoder = json.JSONDecoder()
+    # In first-use order, which is the order they are shown in (by line, then column):
+    # past the first of those not shown, a hint ("did you mean") is never read.
+    for index, (name, case) in enumerate(first.items()):
         line = 1 if csv_file else case.line
         source = lines[line - 1] if line <= len(lines) else ""
         if csv_file:
-            start, end = _column_at(source, f"input.{name}")
+            start, end = cells.get(f"input.{name}", (-1, -1))
         else:
-            start, end = _key_at(source, name)
+            start, end = _key_at(source, name, decoder)
         column, end = (start + 1, end + 1) if start >= 0 else (1, 1)
         more = f" and {given[name] - 1:,} more" if given[name] > 1 else ""
+        shown = index <= MAX_PER_CODE
         reader.problems.append(
             Diagnostic(
                 codes.EVAL_UNKNOWN_NAME,
@@ -165,7 +175,7 @@ def _check_inputs(
                 line,
                 end,
                 (),
-                unknown_name_hint(name, declared, f"declared inputs: {listed}"),
+                unknown_name_hint(name, declared, f"declared inputs: {listed}") if shown else None,
             )
         )
 
@@ -176,12 +186,10 @@ def refused(case: EvalCase) -> bool:
     return case.expected.get("stop_reason") == "usage_error"
 
 
-def _key_at(line: str, name: str) -> tuple[int, int]:
+def _key_at(line: str, name: str, decoder: json.JSONDecoder) -> tuple[int, int]:
     """Where the key `name` of the `inputs` object of the JSONL `line` begins and ends,
     its quotes included ((-1, -1): not found)."""
-    import json
-
-    decoder, blank = json.JSONDecoder(), re.compile(r"\s*")
+    blank = re.compile(r"\s*")
 
     def skip(at: int) -> int:
         found = blank.match(line, at)
@@ -212,9 +220,10 @@ def _key_at(line: str, name: str) -> tuple[int, int]:
     return -1, -1
 
 
-def _column_at(header: str, column: str) -> tuple[int, int]:
-    """Where the cell of the CSV `header` line that reads `column` begins and ends, its
-    quotes included ((-1, -1): not found)."""
+def _header_cells(header: str) -> dict[str, tuple[int, int]]:
+    """Where each cell of the CSV `header` line begins and ends, its quotes included, by
+    the column it reads (the first cell of a column read twice)."""
+    cells: dict[str, tuple[int, int]] = {}
     at = 0
     while at <= len(header):
         start = at
@@ -225,12 +234,12 @@ def _column_at(header: str, column: str) -> tuple[int, int]:
             at += 1  # past the closing quote
         at = header.find(",", at)
         end = len(header) if at < 0 else at
-        if next(csv.reader([header[start:end]]), [""])[0] == column:
-            return start, end
+        read = next(csv.reader([header[start:end]]), None) or [""]
+        cells.setdefault(read[0], (start, end))
         if at < 0:
             break
         at += 1
-    return -1, -1
+    return cells
 
 
 _JSONL_LINE = 'a case is {"name": ..., "inputs": {...}, "expected": {...}}'

@@ -385,6 +385,27 @@ def test_an_input_the_pipeline_does_not_declare_is_one_error_before_any_case_run
     assert cli("validate", "incident.eval.yaml")[0] == 2
 
 
+def test_only_the_undeclared_inputs_shown_are_given_a_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 100,000 lines each giving another unknown input built 100,000 hints ("did you
+    # mean"), where at most 100 of a code are shown (and the first omitted named).
+    from converge_dsl.frontend import MAX_PER_CODE
+    from converge_dsl.pipetest import _eval_dataset
+
+    asked: list[str] = []
+
+    def counting(word: str, candidates: object, otherwise: str) -> str:
+        asked.append(word)
+        return otherwise
+
+    monkeypatch.setattr(_eval_dataset, "unknown_name_hint", counting)
+    text = "".join(f'{{"name": "c{i}", "inputs": {{"k{i}": 1}}}}\n' for i in range(300))
+    found = _codes(_folder(tmp_path, "cases.jsonl", text))
+    assert len([m for _, _, m in found if "has no input" in m]) == 300
+    assert asked == [f"k{i}" for i in range(MAX_PER_CODE + 1)]
+
+
 _REFUSED = '"expected": {"stop_reason": "usage_error", "top": "x", "causes": []}'
 
 
