@@ -422,25 +422,26 @@ def test_a_case_expecting_refusal_may_give_inputs_the_pipeline_does_not_declare(
     assert [c.name for c in read_eval_file(_folder(tmp_path, "cases.csv", csv)).cases] == ["p"]
 
 
+def _unknown_inputs_of_refusals(tmp_path: Path, text: str) -> list[tuple[str, int, str]]:
+    """The CD802s of undeclared inputs of an evaluation measuring refusals."""
+    path = _folder(tmp_path, "cases.jsonl", text)
+    path.write_text(path.read_text().replace("equals: converged", "equals: usage_error"))
+    return [(c, line, m) for c, line, m in _codes(path) if "has no input" in m]
+
+
+def _no_input(line: int, name: str, case: str) -> tuple[str, int, str]:
+    message = f"pipeline 'incident-triage' has no input {name!r}, given by case {case!r}"
+    return codes.EVAL_UNKNOWN_NAME, line, message
+
+
 def test_a_typo_in_an_evaluation_of_refusals_is_reported(tmp_path: Path) -> None:
     # A `usage_error` metric turned the check off for every case: the typo 'servce' was
     # run, refused and scored as a refusal measured, and the evaluation passed.
-    text = (
-        '{"name": "probe", "inputs": {"bogus": 1}}\n{"name": "normal", "inputs": {"servce": "x"}}\n'
-    )
-    path = _folder(tmp_path, "cases.jsonl", text)
-    path.write_text(path.read_text().replace("equals: converged", "equals: usage_error"))
-    assert [(c, line, m) for c, line, m in _codes(path) if "has no input" in m] == [
-        (
-            codes.EVAL_UNKNOWN_NAME,
-            1,
-            "pipeline 'incident-triage' has no input 'bogus', given by case 'probe'",
-        ),
-        (
-            codes.EVAL_UNKNOWN_NAME,
-            2,
-            "pipeline 'incident-triage' has no input 'servce', given by case 'normal'",
-        ),
+    text = '{"name": "probe", "inputs": {"bogus": 1}}\n'
+    text += '{"name": "normal", "inputs": {"servce": "x"}}\n'
+    assert _unknown_inputs_of_refusals(tmp_path, text) == [
+        _no_input(1, "bogus", "probe"),
+        _no_input(2, "servce", "normal"),
     ]
 
 
@@ -451,17 +452,7 @@ def test_a_case_s_refusal_opt_in_covers_that_case_and_no_typo(tmp_path: Path) ->
         '{"name": "normal", "inputs": {"service": "x", "bogus": 1}}\n'
         '{"name": "other", "inputs": {"region": "eu"}, ' + _REFUSED + "}\n"
     )
-    path = _folder(tmp_path, "cases.jsonl", text)
-    path.write_text(path.read_text().replace("equals: converged", "equals: usage_error"))
-    assert [(c, line, m) for c, line, m in _codes(path) if "has no input" in m] == [
-        (
-            codes.EVAL_UNKNOWN_NAME,
-            1,
-            "pipeline 'incident-triage' has no input 'servic', given by case 'probe'",
-        ),
-        (
-            codes.EVAL_UNKNOWN_NAME,
-            2,
-            "pipeline 'incident-triage' has no input 'bogus', given by case 'normal'",
-        ),
+    assert _unknown_inputs_of_refusals(tmp_path, text) == [
+        _no_input(1, "servic", "probe"),
+        _no_input(2, "bogus", "normal"),
     ]

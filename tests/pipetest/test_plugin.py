@@ -89,13 +89,14 @@ def test_a_case_name_holding_double_colons_can_be_selected_by_its_node_id(
 ) -> None:
     # `pytest 'file.test.yaml::a::b'` read "b" as an item inside an item "a": "not found".
     _example_named(tmp_path, '"std::vector"', '"a:::b"', '"std\\\\x3a:vector"')
+    _each_selected_alone(tmp_path, "std\\x3a:vector", "a\\x3a\\x3a:b", "std\\\\x3a:vector")
+
+
+def _each_selected_alone(tmp_path: Path, *names: str) -> None:
+    """The items of `tmp_path` are named `names`, each selected alone by its node id."""
     listed = _pytest(tmp_path, "--collect-only", "-q")
     ids = [line for line in listed.stdout.splitlines() if "::" in line]
-    assert [node.split("::", 1)[1] for node in ids] == [
-        "std\\x3a:vector",
-        "a\\x3a\\x3a:b",
-        "std\\\\x3a:vector",
-    ]
+    assert [node.split("::", 1)[1] for node in ids] == list(names)
     for node in ids:
         done = _pytest(tmp_path, "-q", "--color=no", node)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -108,17 +109,7 @@ def test_a_case_whose_name_another_s_extends_with_brackets_is_selected_alone(
     # pytest reads `NAME[...]` as a parametrization of NAME: the node id of 'a::b'
     # selected 'a::b[c]' too.
     _example_named(tmp_path, '"a::b"', '"a::b[c]"', '"x[1]"')
-    listed = _pytest(tmp_path, "--collect-only", "-q")
-    ids = [line for line in listed.stdout.splitlines() if "::" in line]
-    assert [node.split("::", 1)[1] for node in ids] == [
-        "a\\x3a:b",
-        "a\\x3a:b\\x5bc]",
-        "x\\x5b1]",
-    ]
-    for node in ids:
-        done = _pytest(tmp_path, "-q", "--color=no", node)
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert done.stdout.splitlines()[-1].startswith("1 passed"), done.stdout
+    _each_selected_alone(tmp_path, "a\\x3a:b", "a\\x3a:b\\x5bc]", "x\\x5b1]")
 
 
 def test_a_case_is_selected_by_its_own_name_with_k(tmp_path: Path) -> None:
