@@ -89,7 +89,7 @@ def resolve_inputs(declared: Mapping[str, InputSpec], given: JsonObject) -> dict
     """Declared inputs with defaults applied; raises `UsageError` for unknown or missing ones."""
     for name in given:
         if name not in declared:
-            listed = f"declared inputs: {', '.join(sorted(declared)) or 'none'}"
+            listed = f"declared inputs: {', '.join(declared) or 'none'}"
             raise UsageError(
                 f"unknown input {name!r}",
                 hint=unknown_name_hint(name, declared, listed),

@@ -4,7 +4,8 @@
 JSONL nor CSV, or not there); `read_cases` reads each line or row into an
 `EvalCase`, each one that is not a case a located problem (CD801, at its line):
 not JSON, nested deeper than `--cases` reads, not an object of `name`, `inputs`
-and `expected`, a CSV header naming a column twice, a row of more or fewer cells
+and `expected`, a CSV header naming a column twice or a column `input.` or
+`expected.` with no name after the dot, a row of more or fewer cells
 than the header or a cell longer than csv reads, two cases of one name. A JSONL
 line is `{"name": ..., "inputs": {...}, "expected": {...}}` (`name` optional:
 `case-N`); a CSV file's columns are `name`, `input.X` and `expected.X`, each
@@ -25,9 +26,10 @@ from converge_dsl import codes
 from converge_dsl._json_keys import DuplicateKey, unique_keys
 from converge_dsl._json_text import loads
 from converge_dsl._json_types import MAX_INPUT_DEPTH, JsonObject, JsonValue, nests_deeper
-from converge_dsl.diagnostics import Diagnostic, Severity, unknown_name_hint
+from converge_dsl.diagnostics import Diagnostic, Severity, did_you_mean, unknown_name_hint
 
 if TYPE_CHECKING:
+    import json
     from collections.abc import Iterator, Sequence
 
     from converge_dsl.batch import Pipeline
@@ -127,29 +129,40 @@ def _check_inputs(
     pipeline: Pipeline,
 ) -> None:
     """A CD802 for each input of `cases` that `pipeline` does not declare, located at its
-    first use: the key in its JSONL line, the `input.X` column of a CSV header."""
+    first use: the key in its JSONL line, the `input.X` column of a CSV header.
+
+    A case expecting `stop_reason: usage_error` (`refused`) may give such an input on
+    purpose, unless it is a likely typo of a declared one: a typo is never meant."""
     declared = pipeline.inputs
     first: dict[str, EvalCase] = {}
     given: collections.Counter[str] = collections.Counter()
     for case in cases:
         for name in case.inputs:
-            if name not in declared:
+            if name not in declared and not (refused(case) and not did_you_mean(name, declared)):
                 first.setdefault(name, case)
                 given[name] += 1
     if not first:
         return
+    import json
+
+    from converge_dsl.frontend import MAX_PER_CODE
+
     lines = text.splitlines()
     listed = ", ".join(declared) or "none"
-    for name, case in first.items():
+    cells = _header_cells(lines[0]) if csv_file and lines else {}
+    decoder = json.JSONDecoder()
+    # In first-use order, which is the order they are shown in (by line, then column):
+    # past the first of those not shown, a hint ("did you mean") is never read.
+    for index, (name, case) in enumerate(first.items()):
         line = 1 if csv_file else case.line
         source = lines[line - 1] if line <= len(lines) else ""
         if csv_file:
-            start = source.find(f"input.{name}")
-            end = start + len(f"input.{name}")
+            start, end = cells.get(f"input.{name}", (-1, -1))
         else:
-            start, end = _key_at(source, name)
+            start, end = _key_at(source, name, decoder)
         column, end = (start + 1, end + 1) if start >= 0 else (1, 1)
         more = f" and {given[name] - 1:,} more" if given[name] > 1 else ""
+        shown = index <= MAX_PER_CODE
         reader.problems.append(
             Diagnostic(
                 codes.EVAL_UNKNOWN_NAME,
@@ -162,17 +175,21 @@ def _check_inputs(
                 line,
                 end,
                 (),
-                unknown_name_hint(name, declared, f"its inputs: {listed}"),
+                unknown_name_hint(name, declared, f"declared inputs: {listed}") if shown else None,
             )
         )
 
 
-def _key_at(line: str, name: str) -> tuple[int, int]:
+def refused(case: EvalCase) -> bool:
+    """Whether `case` expects its run to be refused (`"expected": {"stop_reason":
+    "usage_error"}`): its inputs may be ones the pipeline does not declare."""
+    return case.expected.get("stop_reason") == "usage_error"
+
+
+def _key_at(line: str, name: str, decoder: json.JSONDecoder) -> tuple[int, int]:
     """Where the key `name` of the `inputs` object of the JSONL `line` begins and ends,
     its quotes included ((-1, -1): not found)."""
-    import json
-
-    decoder, blank = json.JSONDecoder(), re.compile(r"\s*")
+    blank = re.compile(r"\s*")
 
     def skip(at: int) -> int:
         found = blank.match(line, at)
@@ -201,6 +218,28 @@ def _key_at(line: str, name: str) -> tuple[int, int]:
     except (ValueError, RecursionError):  # the line was read as JSON: not expected
         pass
     return -1, -1
+
+
+def _header_cells(header: str) -> dict[str, tuple[int, int]]:
+    """Where each cell of the CSV `header` line begins and ends, its quotes included, by
+    the column it reads (the first cell of a column read twice)."""
+    cells: dict[str, tuple[int, int]] = {}
+    at = 0
+    while at <= len(header):
+        start = at
+        if header[at : at + 1] == '"':
+            at += 1
+            while at < len(header) and (header[at] != '"' or header[at + 1 : at + 2] == '"'):
+                at += 2 if header[at] == '"' else 1
+            at += 1  # past the closing quote
+        at = header.find(",", at)
+        end = len(header) if at < 0 else at
+        read = next(csv.reader([header[start:end]]), None) or [""]
+        cells.setdefault(read[0], (start, end))
+        if at < 0:
+            break
+        at += 1
+    return cells
 
 
 _JSONL_LINE = 'a case is {"name": ..., "inputs": {...}, "expected": {...}}'
@@ -250,6 +289,9 @@ def _csv_rows(text: str) -> list[tuple[int, object]]:
         blank = next((c for c in columns if not c.strip()), None)
         if blank is not None:  # Excel's trailing empty columns: refused before "twice"
             return [(1, f"column {blank!r} is neither name, input.X nor expected.X")]
+        unnamed = next((c for c in columns if c in ("input.", "expected.")), None)
+        if unnamed is not None:  # read as an input or expected value named ''
+            return [(1, f"column {unnamed!r} gives no name after the dot ({unnamed}X)")]
         twice = _repeated(columns)
         if twice is not None:  # the row's dict keeps the last cell of the two, silently
             return [(1, f"the header names column {twice!r} twice")]

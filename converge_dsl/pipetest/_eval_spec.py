@@ -8,7 +8,8 @@ evaluation file: a dataset that is not there or not `.jsonl`/`.csv` (CD800), a
 dataset line that is not a case (CD801, located at the dataset's line), a key
 the pipeline lacks, an expected value no case gives or an input the cases give
 that the pipeline does not declare (CD802, "did you mean"; the input once, at its
-first use in the dataset, unless a metric measures `usage_error` refusals),
+first use in the dataset, unless only cases expecting `stop_reason: usage_error`
+give it and it is no likely typo of a declared input),
 a pattern RE2 cannot run (CD803), two metrics or cases of one name (CD804), a
 metric with none or several measures (CD805), a judge's rubric that is not a
 template or reads a name other than `case` and `run` (CD808), a judge or a
@@ -176,12 +177,7 @@ def read_eval_file(
     pipeline = reader.pipeline(str(data["pipeline"]), ("pipeline",))
     dataset = dataset_path(reader, str(data["dataset"]))
     before = len(reader.problems)
-    # An evaluation of refusals gives inputs the pipeline lacks on purpose.
-    refusals = any(
-        (m.get("stop_reason") or {}).get("equals") == "usage_error" for m in data["metrics"]
-    )
-    checked = None if refusals else pipeline
-    cases = read_cases(reader, dataset, display_name(dataset), checked) if dataset else ()
+    cases = read_cases(reader, dataset, display_name(dataset), pipeline) if dataset else ()
     if dataset is not None and not cases and len(reader.problems) == before:
         reader.problem(
             codes.EVAL_NO_CASES,

@@ -80,12 +80,14 @@ def _item_name(case: str) -> str:
     the user's text (a newline in it could fake a PASSED line): it is shown on one line
     (`name_on_one_line`). pytest reads `::` in a node id as the start of a child's name,
     so a colon followed by another is written `\\x3a` (`std::vector` is the item
-    `std\\x3a:vector`, selected as `pytest 'file.test.yaml::std\\x3a:vector'`)."""
+    `std\\x3a:vector`, selected as `pytest 'file.test.yaml::std\\x3a:vector'`), and a
+    node id `NAME` selects an item `NAME[...]` too (a parametrized test's), so `[` is
+    written `\\x5b`: every case is selected alone by its node id."""
     import re
 
     from converge_dsl._escapes import name_on_one_line
 
-    return re.sub(":(?=:)", r"\\x3a", name_on_one_line(case))
+    return re.sub(":(?=:)", r"\\x3a", name_on_one_line(case)).replace("[", r"\x5b")
 
 
 class PipelineTestFailed(AssertionError):
@@ -121,6 +123,7 @@ class PipelineTestItem(pytest.Item):
         super().__init__(**kwargs)
         self.test = test
         self.case = case
+        self.extra_keyword_matches.add(case.name)  # `-k` by the case's own name
         # No fixtures; plugins that wrap every call read an item's `funcargs`
         # (pytest-lsp's hook returns without yielding when an item has none).
         self.funcargs: dict[str, Any] = {}

@@ -34,8 +34,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from converge_dsl import codes
 from converge_dsl._json_types import JsonObject, JsonSchema
@@ -62,6 +63,7 @@ from converge_dsl.tools._real import real_server
 
 # A server put behind another port, given its declaration and the run's redactor.
 ServerWrapper = Callable[[ToolServer, ToolServerSpec, Callable[[str], str]], ToolServer]
+_T = TypeVar("_T")
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -142,23 +144,43 @@ class RunTools:
         return info
 
     async def _start(self, server: str, instance: ToolServer) -> ServerInfo:
-        """The server started, the wait cut at the run's deadline when that comes before
-        its own `start_timeout_s`; a start cut there stops the server (its process group
-        with it), so the run stops on time."""
+        """The server started, cut at the run's deadline (`_by_deadline`)."""
+        return await self._by_deadline(
+            server,
+            ServerLimits.of(self.specs[server]).start_timeout_s,
+            lambda: asyncio.to_thread(instance.start),
+            code=codes.TOOL_SERVER_NOT_STARTED,
+            during="while it started",
+            hint="raise budget.max_wall_s, or find why the server is slow to start",
+        )
+
+    async def _by_deadline(
+        self,
+        server: str,
+        limit: float,
+        work: Callable[[], Awaitable[_T]],
+        *,
+        code: str,
+        during: str,
+        hint: str,
+    ) -> _T:
+        """`work()` (a start or a call of `server`), cut at the run's deadline when that
+        comes before the server's own `limit`; work cut there stops the server (its
+        process group with it), so the run stops on time: a `ToolFailure` (`code`)."""
         remaining = self._remaining()
-        if remaining is None or remaining >= ServerLimits.of(self.specs[server]).start_timeout_s:
-            return await asyncio.to_thread(instance.start)
+        if remaining is None or remaining >= limit:
+            return await work()
         try:
             async with asyncio.timeout(remaining):
-                return await asyncio.to_thread(instance.start)
+                return await work()
         except TimeoutError:
-            await asyncio.to_thread(instance.close)
+            await asyncio.to_thread(self.servers[server].close)
             raise ToolFailure(
-                codes.TOOL_SERVER_NOT_STARTED,
+                code,
                 server,
-                f"tool server {server!r}: the run's deadline (budget.max_wall_s) passed while "
-                "it started; the server was stopped",
-                hint="raise budget.max_wall_s, or find why the server is slow to start",
+                f"tool server {server!r}: the run's deadline (budget.max_wall_s) passed "
+                f"{during}; the server was stopped",
+                hint=hint,
             ) from None
 
     def _remaining(self) -> float | None:
@@ -315,25 +337,16 @@ class RunTools:
         return self._inputs[key]
 
     async def _bounded(self, server: str, tool: str, arguments: JsonObject) -> ToolResult:
-        """The call, cut at the run's deadline when that comes before the server's own
-        `call_timeout_s`; a call cut there stops its server (the run stops on time)."""
+        """The call, cut at the run's deadline (`_by_deadline`)."""
         instance = self.servers[server]
-        remaining = self._remaining()
-        limit = ServerLimits.of(self.specs[server]).call_timeout_s
-        if remaining is None or remaining >= limit:
-            return await instance.call(tool, arguments)
-        try:
-            async with asyncio.timeout(remaining):
-                return await instance.call(tool, arguments)
-        except TimeoutError:
-            await asyncio.to_thread(instance.close)
-            raise ToolFailure(
-                codes.TOOL_CALL_TIMED_OUT,
-                server,
-                f"tool server {server!r}: the run's deadline (budget.max_wall_s) passed "
-                "during a call; the server was stopped",
-                hint="raise budget.max_wall_s, or find why the tool is slow",
-            ) from None
+        return await self._by_deadline(
+            server,
+            ServerLimits.of(self.specs[server]).call_timeout_s,
+            lambda: instance.call(tool, arguments),
+            code=codes.TOOL_CALL_TIMED_OUT,
+            during="during a call",
+            hint="raise budget.max_wall_s, or find why the tool is slow",
+        )
 
     def close(self) -> None:
         """Stop every started server (each stops its own process group)."""

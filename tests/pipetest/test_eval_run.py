@@ -243,7 +243,10 @@ def test_a_refusal_the_evaluation_measures_is_not_an_error(tmp_path: Path) -> No
     # case stopping so scores 1 and is not an error (it failed the evaluation).
     for name in ("classify.yaml", "classify.script.yaml"):
         shutil.copy(EVAL / name, tmp_path / name)
-    (tmp_path / "cases.jsonl").write_text('{"name": "a", "inputs": {"nope": "x"}}\n')
+    refused = '"expected": {"stop_reason": "usage_error"}'
+    (tmp_path / "cases.jsonl").write_text(
+        '{"name": "a", "inputs": {"nope": "x"}, ' + refused + "}\n"
+    )
     (tmp_path / "e.eval.yaml").write_text(
         "apiVersion: converge-dsl/v1\nkind: Evaluation\npipeline: classify.yaml\n"
         "dataset: cases.jsonl\nmetrics:\n  - name: refused\n"

@@ -292,6 +292,18 @@ def test_a_csv_header_with_empty_trailing_columns_names_the_empty_column(
     ]
 
 
+@pytest.mark.parametrize("column", ["input.", "expected."])
+def test_a_csv_header_column_naming_nothing_after_its_dot_is_refused_at_line_1(
+    tmp_path: Path, column: str
+) -> None:
+    # `input.` was read as an input named '': "pipeline ... has no input ''".
+    text = f"name,input.service,expected.top,{column}\nc1,checkout,bad-deploy,x\n"
+    found = _codes(_folder(tmp_path, "cases.csv", text))
+    assert found[:1] == [
+        (codes.EVAL_BAD_CASE, 1, f"column {column!r} gives no name after the dot ({column}X)")
+    ]
+
+
 def test_a_csv_cell_over_the_csv_limit_is_located_at_its_row(tmp_path: Path) -> None:
     # csv raised `_csv.Error: field larger than field limit` through eval and validate,
     # a traceback; a CSV row's hint spoke of JSON objects.
@@ -353,6 +365,12 @@ _UNKNOWN_INPUT = (
             "name,expected.top,input.servce,expected.causes\nc1,a,x,[]\nc2,b,y,[]\n",
             "eval-unknown-csv.txt",
         ),
+        (  # each caret on its whole cell, not on the first text that reads input.servce
+            "cases.csv",
+            'name,expected.top,expected.input.servce,input.servce_x,"input.servce",expected.causes'
+            "\nc1,a,1,2,3,[]\n",
+            "eval-unknown-csv-cells.txt",
+        ),
     ],
 )
 def test_an_input_the_pipeline_does_not_declare_is_one_error_before_any_case_runs(
@@ -367,10 +385,74 @@ def test_an_input_the_pipeline_does_not_declare_is_one_error_before_any_case_run
     assert cli("validate", "incident.eval.yaml")[0] == 2
 
 
-def test_an_evaluation_of_refusals_may_give_inputs_the_pipeline_does_not_declare(
+def test_only_the_undeclared_inputs_shown_are_given_a_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 100,000 lines each giving another unknown input built 100,000 hints ("did you
+    # mean"), where at most 100 of a code are shown (and the first omitted named).
+    from converge_dsl.frontend import MAX_PER_CODE
+    from converge_dsl.pipetest import _eval_dataset
+
+    asked: list[str] = []
+
+    def counting(word: str, candidates: object, otherwise: str) -> str:
+        asked.append(word)
+        return otherwise
+
+    monkeypatch.setattr(_eval_dataset, "unknown_name_hint", counting)
+    text = "".join(f'{{"name": "c{i}", "inputs": {{"k{i}": 1}}}}\n' for i in range(300))
+    found = _codes(_folder(tmp_path, "cases.jsonl", text))
+    assert len([m for _, _, m in found if "has no input" in m]) == 300
+    assert asked == [f"k{i}" for i in range(MAX_PER_CODE + 1)]
+
+
+_REFUSED = '"expected": {"stop_reason": "usage_error", "top": "x", "causes": []}'
+
+
+def test_a_case_expecting_refusal_may_give_inputs_the_pipeline_does_not_declare(
     tmp_path: Path,
 ) -> None:
-    # Its cases are meant to be refused: the check before any case runs leaves them be.
-    path = _folder(tmp_path, "cases.jsonl", _UNKNOWN_INPUT)
+    # Its case is meant to be refused: the check before any case runs leaves it be.
+    text = '{"name": "probe", "inputs": {"bogus": 1}, ' + _REFUSED + "}\n"
+    path = _folder(tmp_path, "cases.jsonl", text)
     path.write_text(path.read_text().replace("equals: converged", "equals: usage_error"))
-    assert [c.name for c in read_eval_file(path).cases] == ["a", "b", "c"]
+    assert [c.name for c in read_eval_file(path).cases] == ["probe"]
+    csv = "name,input.bogus,expected.stop_reason,expected.top,expected.causes\n"
+    csv += "p,1,usage_error,x,[]\n"
+    assert [c.name for c in read_eval_file(_folder(tmp_path, "cases.csv", csv)).cases] == ["p"]
+
+
+def _unknown_inputs_of_refusals(tmp_path: Path, text: str) -> list[tuple[str, int, str]]:
+    """The CD802s of undeclared inputs of an evaluation measuring refusals."""
+    path = _folder(tmp_path, "cases.jsonl", text)
+    path.write_text(path.read_text().replace("equals: converged", "equals: usage_error"))
+    return [(c, line, m) for c, line, m in _codes(path) if "has no input" in m]
+
+
+def _no_input(line: int, name: str, case: str) -> tuple[str, int, str]:
+    message = f"pipeline 'incident-triage' has no input {name!r}, given by case {case!r}"
+    return codes.EVAL_UNKNOWN_NAME, line, message
+
+
+def test_a_typo_in_an_evaluation_of_refusals_is_reported(tmp_path: Path) -> None:
+    # A `usage_error` metric turned the check off for every case: the typo 'servce' was
+    # run, refused and scored as a refusal measured, and the evaluation passed.
+    text = '{"name": "probe", "inputs": {"bogus": 1}}\n'
+    text += '{"name": "normal", "inputs": {"servce": "x"}}\n'
+    assert _unknown_inputs_of_refusals(tmp_path, text) == [
+        _no_input(1, "bogus", "probe"),
+        _no_input(2, "servce", "normal"),
+    ]
+
+
+def test_a_case_s_refusal_opt_in_covers_that_case_and_no_typo(tmp_path: Path) -> None:
+    # Only the cases expecting `usage_error` may give unknown inputs, and not a typo.
+    text = (
+        '{"name": "probe", "inputs": {"bogus": 1, "servic": 2}, ' + _REFUSED + "}\n"
+        '{"name": "normal", "inputs": {"service": "x", "bogus": 1}}\n'
+        '{"name": "other", "inputs": {"region": "eu"}, ' + _REFUSED + "}\n"
+    )
+    assert _unknown_inputs_of_refusals(tmp_path, text) == [
+        _no_input(1, "servic", "probe"),
+        _no_input(2, "bogus", "normal"),
+    ]

@@ -71,7 +71,7 @@ def test_a_case_name_with_control_characters_is_an_item_named_escaped(tmp_path: 
     done = _pytest(tmp_path, "-v", "-rA", "--color=no")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "\x1b" not in done.stdout
-    assert "incident-triage.test.yaml::bad \\x1b[31mred PASSED" in done.stdout
+    assert "incident-triage.test.yaml::bad \\x1b\\x5b31mred PASSED" in done.stdout
 
 
 def test_case_names_are_items_on_one_line_each_and_never_alike(tmp_path: Path) -> None:
@@ -89,17 +89,35 @@ def test_a_case_name_holding_double_colons_can_be_selected_by_its_node_id(
 ) -> None:
     # `pytest 'file.test.yaml::a::b'` read "b" as an item inside an item "a": "not found".
     _example_named(tmp_path, '"std::vector"', '"a:::b"', '"std\\\\x3a:vector"')
+    _each_selected_alone(tmp_path, "std\\x3a:vector", "a\\x3a\\x3a:b", "std\\\\x3a:vector")
+
+
+def _each_selected_alone(tmp_path: Path, *names: str) -> None:
+    """The items of `tmp_path` are named `names`, each selected alone by its node id."""
     listed = _pytest(tmp_path, "--collect-only", "-q")
     ids = [line for line in listed.stdout.splitlines() if "::" in line]
-    assert [node.split("::", 1)[1] for node in ids] == [
-        "std\\x3a:vector",
-        "a\\x3a\\x3a:b",
-        "std\\\\x3a:vector",
-    ]
+    assert [node.split("::", 1)[1] for node in ids] == list(names)
     for node in ids:
         done = _pytest(tmp_path, "-q", "--color=no", node)
         assert done.returncode == 0, done.stdout + done.stderr
         assert done.stdout.splitlines()[-1].startswith("1 passed"), done.stdout
+
+
+def test_a_case_whose_name_another_s_extends_with_brackets_is_selected_alone(
+    tmp_path: Path,
+) -> None:
+    # pytest reads `NAME[...]` as a parametrization of NAME: the node id of 'a::b'
+    # selected 'a::b[c]' too.
+    _example_named(tmp_path, '"a::b"', '"a::b[c]"', '"x[1]"')
+    _each_selected_alone(tmp_path, "a\\x3a:b", "a\\x3a:b\\x5bc]", "x\\x5b1]")
+
+
+def test_a_case_is_selected_by_its_own_name_with_k(tmp_path: Path) -> None:
+    # Its item's name is escaped (`a\\x3a:b`): `-k 'a::b'` selected no test.
+    _example_named(tmp_path, '"a::b"', '"a::b (more)"', '"other"')
+    done = _pytest(tmp_path, "--collect-only", "-q", "-k", "a::b")
+    ids = [line.split("::", 1)[1] for line in done.stdout.splitlines() if "::" in line]
+    assert ids == ["a\\x3a:b", "a\\x3a:b (more)"], done.stdout + done.stderr
 
 
 def test_an_invalid_test_file_is_a_collection_error_with_its_diagnostics(tmp_path: Path) -> None:
