@@ -33,6 +33,8 @@ import jinja2.compiler
 import jinja2.nodes
 import jinja2.parser
 
+from converge_dsl._template_escapes import quiet_escapes
+
 __all__ = [
     "BoundedCodeGenerator",
     "Generated",
@@ -135,14 +137,15 @@ class Generated:
 
 def parse(env: jinja2.Environment, source: str, *, expression: bool) -> jinja2.nodes.Template:
     """The AST of a template, or of an expression as `compile_expression` reads it."""
-    if not expression:
-        return env.parse(source)
-    parser = jinja2.parser.Parser(env, source, state="variable")
-    expr = parser.parse_expression()
-    if not parser.stream.eos:
-        raise jinja2.TemplateSyntaxError(
-            "chunk after expression", parser.stream.current.lineno, None, None
-        )
+    with quiet_escapes():
+        if not expression:
+            return env.parse(source)
+        parser = jinja2.parser.Parser(env, source, state="variable")
+        expr = parser.parse_expression()
+        if not parser.stream.eos:
+            raise jinja2.TemplateSyntaxError(
+                "chunk after expression", parser.stream.current.lineno, None, None
+            )
     expr.set_environment(env)
     body = [jinja2.nodes.Assign(jinja2.nodes.Name("result", "store"), expr, lineno=1)]
     return jinja2.nodes.Template(body, lineno=1)
