@@ -88,6 +88,7 @@ def _tool_call(http: httpx.Client, name: str, arguments: dict[str, Any]) -> dict
     accept = {"Accept": "application/json, text/event-stream"}
     answer = http.post("/mcp", json=message, headers=accept)
     assert answer.status_code == 200, answer.text
+    assert "data: " in answer.text, (answer.headers, answer.text)
     result: dict[str, Any] = json.loads(answer.text.split("data: ", 1)[1])["result"]
     return result
 
