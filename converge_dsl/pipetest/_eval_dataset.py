@@ -136,11 +136,18 @@ def _check_inputs(
     declared = pipeline.inputs
     first: dict[str, EvalCase] = {}
     given: collections.Counter[str] = collections.Counter()
+    typo: dict[str, bool] = {}  # by undeclared name: whether it is a likely typo (once each)
     for case in cases:
         for name in case.inputs:
-            if name not in declared and not (refused(case) and not did_you_mean(name, declared)):
-                first.setdefault(name, case)
-                given[name] += 1
+            if name in declared:
+                continue
+            if refused(case):
+                if name not in typo:
+                    typo[name] = bool(did_you_mean(name, declared))
+                if not typo[name]:
+                    continue
+            first.setdefault(name, case)
+            given[name] += 1
     if not first:
         return
     import json
