@@ -54,7 +54,7 @@ class SuggestorCore:
     when: CompiledExpression | None
     span: SourceSpan
     scopes: RenderScopes
-    max_content_length: int = 10000
+    max_content_length: int  # the gate's (`CompileContext.max_content_length`)
 
     @classmethod
     def of(
