@@ -26,27 +26,19 @@ def parse(text: str, expression: bool) -> ParseResult:
     `refusal`, `_folding_failure`)."""
     import jinja2
     from jinja2 import nodes
-    from jinja2.parser import Parser
 
-    from converge_dsl._template_escapes import quiet_escapes
-    from converge_dsl.sandbox import environment, refusal
+    from converge_dsl.sandbox import environment, parse_source, refusal
 
     env = environment()
-    with quiet_escapes():  # see the module
-        try:
-            if expression:  # exactly what Environment.compile_expression accepts
-                parser = Parser(env, text, state="variable")
-                body = parser.parse_expression()
-                if not parser.stream.eos:
-                    raise jinja2.TemplateSyntaxError(
-                        "chunk after expression", parser.stream.current.lineno, None, None
-                    )
-                ast = nodes.Template([nodes.Output([body], lineno=1)], lineno=1)
-                ast.set_environment(env)
-            else:
-                ast = env.parse(text)
-        except jinja2.TemplateSyntaxError as exc:
-            return None, (exc.message or "syntax error", exc.lineno)
+    try:
+        parsed = parse_source(env, text, expression=expression)
+    except jinja2.TemplateSyntaxError as exc:
+        return None, (exc.message or "syntax error", exc.lineno)
+    if isinstance(parsed, nodes.Template):
+        ast = parsed
+    else:
+        ast = nodes.Template([nodes.Output([parsed], lineno=1)], lineno=1)
+        ast.set_environment(env)
     return ast, refusal(ast) or _folding_failure(ast, env)
 
 

@@ -14,6 +14,8 @@ Public surface:
   templates; `as_json_data`, a rendered value as JSON data; `MAX_OUTPUT`, the
   longest text a render may produce; `literal_text` and `folding_failure`, what a
   template folds to at compile time, and `refusal`, a part that fails whenever it runs;
+  `parse_source`, the one parse of a template or an expression (the compiler's and
+  validate's);
 - the names templates may use, importable without jinja2: `ALLOWED_FILTERS`,
   `CONTEXT_NAMES`, `FACT_FIELDS`;
 - the governor: `governed(steps, work)` opens a budget, `spend` charges it,
@@ -57,7 +59,12 @@ else:
     __all__, __getattr__ = lazy_exports(
         __name__,
         {
-            "converge_dsl.sandbox._codegen": ("folding_failure", "literal_text", "refusal"),
+            "converge_dsl.sandbox._codegen": (
+                "folding_failure",
+                "literal_text",
+                "parse_source",
+                "refusal",
+            ),
             "converge_dsl.sandbox._governor": (
                 "DeadlinePassed",
                 "Exhausted",

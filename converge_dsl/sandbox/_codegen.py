@@ -42,6 +42,7 @@ __all__ = [
     "generate",
     "literal_text",
     "parse",
+    "parse_source",
     "refusal",
 ]
 
@@ -135,8 +136,13 @@ class Generated:
     error: jinja2.TemplateSyntaxError | None = None
 
 
-def parse(env: jinja2.Environment, source: str, *, expression: bool) -> jinja2.nodes.Template:
-    """The AST of a template, or of an expression as `compile_expression` reads it."""
+def parse_source(
+    env: jinja2.Environment, source: str, *, expression: bool
+) -> jinja2.nodes.Template | jinja2.nodes.Expr:
+    """The AST of a template, or the expression alone exactly as `compile_expression`
+    reads it; raises `TemplateSyntaxError`. The one parse of the compiler (`parse`) and
+    of validate (`frontend._jinja_parse`), without the lexer's warning of an unknown
+    escape (`converge_dsl._template_escapes`)."""
     with quiet_escapes():
         if not expression:
             return env.parse(source)
@@ -146,6 +152,14 @@ def parse(env: jinja2.Environment, source: str, *, expression: bool) -> jinja2.n
             raise jinja2.TemplateSyntaxError(
                 "chunk after expression", parser.stream.current.lineno, None, None
             )
+    return expr
+
+
+def parse(env: jinja2.Environment, source: str, *, expression: bool) -> jinja2.nodes.Template:
+    """The AST of a template, or of an expression as `compile_expression` reads it."""
+    expr = parse_source(env, source, expression=expression)
+    if isinstance(expr, jinja2.nodes.Template):
+        return expr
     expr.set_environment(env)
     body = [jinja2.nodes.Assign(jinja2.nodes.Name("result", "store"), expr, lineno=1)]
     return jinja2.nodes.Template(body, lineno=1)
