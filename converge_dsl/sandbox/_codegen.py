@@ -33,7 +33,7 @@ import jinja2.compiler
 import jinja2.nodes
 import jinja2.parser
 
-from converge_dsl._template_escapes import quiet_escapes
+from ._template_escapes import quiet_escapes
 
 __all__ = [
     "BoundedCodeGenerator",
@@ -142,7 +142,7 @@ def parse_source(
     """The AST of a template, or the expression alone exactly as `compile_expression`
     reads it; raises `TemplateSyntaxError`. The one parse of the compiler (`parse`) and
     of validate (`frontend._jinja_parse`), without the lexer's warning of an unknown
-    escape (`converge_dsl._template_escapes`)."""
+    escape (`_template_escapes`)."""
     with quiet_escapes():
         if not expression:
             return env.parse(source)

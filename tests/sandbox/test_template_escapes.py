@@ -26,7 +26,7 @@ def test_an_unknown_escape_in_a_string_literal_warns_of_nothing(expression: bool
 
 
 def test_other_warnings_are_still_shown() -> None:
-    from converge_dsl._template_escapes import quiet_escapes
+    from converge_dsl.sandbox._template_escapes import quiet_escapes
 
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
