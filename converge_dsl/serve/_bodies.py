@@ -135,6 +135,8 @@ def _check_media(request: Request, lenient: bool) -> None:
 def _charset(content_type: str) -> str:
     """The `charset` parameter of `content_type`, its quoted strings read as such (a
     `;` or `charset=` inside one is no parameter); "" when it has none."""
+    if "=" not in content_type:  # no parameter with a value: most bodies, no parse
+        return ""
     from email.message import Message
     from email.utils import collapse_rfc2231_value
 

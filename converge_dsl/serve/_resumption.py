@@ -161,8 +161,7 @@ class StopAtCheckpoint:
             return
         self._journal.append(line)
         if self._stopping() and not self._finished():  # a cycle's record: it stops here
-            self.halted = True
-            self._halt()
+            self.cut()
 
     def replace(self, line: bytes) -> None:
         if not self._dropped():
