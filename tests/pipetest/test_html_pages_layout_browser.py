@@ -453,3 +453,37 @@ def test_a_few_lines_show_nothing_of_the_next(
     for css, lines in found.items():
         assert lines, css
         assert lines == [pytest.approx(expected[css], abs=0.02)] * len(lines), (css, lines)
+
+
+# Marks over and under the letters that a list's head cut at its box: a Vietnamese capital's
+# two, Thai's vowel and tone mark stacked on a tall letter and its vowel under a letter with
+# a tail, Arabic's harakat (a shadda under a fatha, a kasra)
+_HEAD_MARKS = {
+    "vietnamese": "\u1eaan \u1ef4",  # Ẫn Ỵ
+    "thai": "\u0e1b\u0e37\u0e4b \u0e0e\u0e39",  # ปื๋ ฎู
+    "arabic": "\u0628\u0650\u0633\u0652\u0645\u0650 \u0645\u064f\u0651\u062f\u064d",  # بِسْمِ مُّدٍ
+}
+
+
+@pytest.mark.parametrize("script", list(_HEAD_MARKS))
+def test_a_lists_head_draws_the_marks_of_its_names_whole(
+    browser: Any, tmp_path: Path, artifacts: Path, script: str
+) -> None:
+    # A list's head cells were clipped at their box (overflow: hidden, for the "…"): the
+    # marks over and under a metric's name in its column's head were cut.
+    from ..runtime.test_report_browser_layout import drawn_unclipped, draws_thai
+
+    page = tmp_path / "eval.html"
+    page.write_text(render_eval_html(_document(3)), encoding="utf-8")
+    _open(browser, page)
+    browser.execute_script("document.getElementById('cases').scrollIntoView();")
+    heights = browser.execute_script(
+        "return [document.querySelector('#cases .head').offsetHeight,"
+        " document.querySelector('#cases .row').offsetHeight];"
+    )
+    if script != "thai" or draws_thai(browser):
+        assert drawn_unclipped(browser, "#cases .head span", "#cases .vlist", _HEAD_MARKS[script])
+    browser.find_element("css selector", "#cases .vlist").screenshot(
+        str(artifacts / f"eval-head-marks-{script}.png")
+    )
+    assert heights == [28, 24]  # the head and the rows as tall as they were
