@@ -80,3 +80,58 @@ def test_a_right_to_left_override_shows_as_its_escape(browser: Any, tmp_path: Pa
         '"name": "T-1 \u27e8U+202E\u27e9(at a.yaml:1:2)"'
         in browser.find_element("id", "detail").text
     )
+
+
+# Names too long for their cell, written right to left, or mixed: an Arabic one, a Hebrew
+# one, an Arabic one with a number and a Latin word in it; and a Latin one with Arabic in it
+_LONG_NAMES = (
+    "\u0645\u062d\u0645\u062f \u0639\u0628\u062f \u0627\u0644\u0644\u0647 "
+    "\u0627\u0644\u0623\u062d\u0645\u062f \u0645\u0646 \u0645\u062f\u064a\u0646\u0629 "
+    "\u0627\u0644\u0631\u064a\u0627\u0636",  # محمد عبد الله الأحمد من مدينة الرياض
+    "\u05e9\u05dc\u05d5\u05dd \u05e2\u05d5\u05dc\u05dd \u05d6\u05d4 \u05e9\u05dd "
+    "\u05d0\u05e8\u05d5\u05da \u05de\u05d0\u05d5\u05d3 \u05e9\u05e0\u05d7\u05ea\u05da",
+    "\u0645\u062d\u0645\u062f 42 \u0639\u0628\u062f \u0627\u0644\u0644\u0647 ABC "
+    "\u0627\u0644\u0623\u062d\u0645\u062f \u0645\u0646 \u0645\u062f\u064a\u0646\u0629",
+    "Latin name then \u0639\u0631\u0628\u064a that is long enough to be cut",
+)
+
+
+def test_a_cut_name_ends_with_its_ellipsis_where_it_reads_to(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # A list's cells are cut with "…" at their end; an Arabic or Hebrew name was laid left
+    # to right: the "…" stood at the right, where such a name starts, and what showed was
+    # its end (a mixed one, a piece of its middle). It is cut where it reads to: at the
+    # left for a name written right to left, whatever numbers or Latin words are in it.
+    metric = _LONG_NAMES[0]
+    cases = [
+        {"name": name, "stop_reason": "converged", "scores": {metric: 1}} for name in _LONG_NAMES
+    ]
+    document = {"evaluation": "e", "passed": True, "metrics": [], "cases": cases}
+    page = tmp_path / "rtl.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    open_page(browser, page)
+    cells = browser.execute_script(
+        "var cells = Array.from(document.querySelectorAll('#cases .row span.c-case'));"
+        "cells.push(document.querySelectorAll('#cases .head span')[3]);"
+        "return cells.map(function (cell) {"
+        " var text = cell.firstChild, range = document.createRange();"
+        " range.setStart(text, 0); range.setEnd(text, 1);"
+        " var first = range.getBoundingClientRect(); range.selectNodeContents(cell);"
+        " var all = range.getBoundingClientRect(), box = cell.getBoundingClientRect();"
+        " return {text: cell.textContent, box: [box.left, box.right],"
+        "  first: [first.left, first.right], all: [all.left, all.right]}; });"
+    )
+    browser.find_element("id", "cases").screenshot(str(artifacts / "eval-rtl-cells.png"))
+    assert [c["text"] for c in cells] == [*_LONG_NAMES, metric]
+    for cell, rtl in zip(cells, (True, True, True, False, True), strict=True):
+        left, right = cell["box"]
+        assert cell["all"][1] - cell["all"][0] > right - left, cell  # cut short
+        # its first letter in view, at the side it starts from; the rest past the other
+        if rtl:
+            assert right - 3 <= cell["first"][1] <= right + 0.5, cell
+            assert cell["all"][0] < left, cell
+        else:
+            assert left - 0.5 <= cell["first"][0] <= left + 3, cell
+            assert cell["all"][1] > right, cell
+    assert console_errors(browser) == []
