@@ -531,20 +531,12 @@ def test_a_long_name_and_field_end_on_whole_lines(
     # key of 10,000 characters 11.2: the box ended in the middle of a line of text.
     _open_long_names(browser, tmp_path)
     browser.find_element("id", "details").screenshot(str(artifacts / "graph-long-heading.png"))
-    found = browser.execute_script(
-        "return Array.prototype.map.call(document.querySelectorAll('#details h3, #details dd'),"
-        " function (e) { var style = getComputedStyle(e), range = document.createRange();"
-        " range.selectNodeContents(e); var rects = range.getClientRects();"
-        " var padding = parseFloat(style.paddingTop) + parseFloat(style.paddingBottom);"
-        " var line = rects.length > 1 ? rects[1].top - rects[0].top : 1;"
-        " var height = e.getBoundingClientRect().height;"
-        " return [e.scrollHeight > e.clientHeight, (height - padding) / line];"
-        " });"
-    )
-    lines = [shown for scrolled, shown in found if scrolled]
+    # (and their padding under the last line showed the top of the next line's letters)
+    from ..runtime.test_report_browser_layout import lines_in_view
+
+    lines = lines_in_view(browser, "#details h3, #details dd")
     assert len(lines) == 2  # the name and the key it reads
-    for shown in lines:
-        assert shown == pytest.approx(round(shown), abs=0.02)
+    assert lines == [pytest.approx(5, abs=0.02), pytest.approx(11, abs=0.02)]
 
 
 @pytest.mark.parametrize("width", [390, 1280])

@@ -1,7 +1,7 @@
 """The HTML pages of `eval` and `diff`: self-contained, the data inert inside them.
 
-What the pages show is checked in a real browser (test_html_pages_browser.py);
-here, what a page is made of: one file, a strict Content-Security-Policy, no
+What the pages show is checked in a real browser (the test_html_pages_*_browser.py
+modules); here, what a page is made of: one file, a strict Content-Security-Policy, no
 address of anything outside it, and data that cannot end its script element.
 """
 

@@ -15,7 +15,11 @@ import pytest
 
 from converge_dsl.pipetest import render_eval_html
 
-from ..runtime.test_report_browser_layout import _short_window_header, assert_room_for_marks
+from ..runtime.test_report_browser_layout import (
+    _short_window_header,
+    assert_room_for_marks,
+    lines_in_view,
+)
 
 
 def _open(browser: Any, page: Path) -> None:
@@ -30,9 +34,10 @@ def _open(browser: Any, page: Path) -> None:
 
 
 @contextlib.contextmanager
-def _window(browser: Any, width: int, height: int) -> Iterator[None]:
-    """The page's window `width` x `height` (a phone's under 500 pixels wide) meanwhile."""
-    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500}
+def _window(browser: Any, width: int, height: int, scale: float = 1) -> Iterator[None]:
+    """The page's window `width` x `height` (a phone's under 500 pixels wide), its pixels
+    `scale` device pixels each (a zoom of 125% is 1.25), meanwhile."""
+    metrics = {"width": width, "height": height, "deviceScaleFactor": scale, "mobile": width < 500}
     browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
     try:
         yield
@@ -92,12 +97,7 @@ def test_a_case_name_of_10000_characters_leaves_its_result_in_view(
     assert wide <= room  # wrapped, not cut at the pane's edge
     assert result < bottom  # the case's result starts in view
     # The heading's box ended in the middle of a line (4.55 of them): it holds whole lines.
-    lines = browser.execute_script(
-        "var h = document.querySelector('#detail h3'), style = getComputedStyle(h);"
-        "var padding = parseFloat(style.paddingTop) + parseFloat(style.paddingBottom);"
-        "return (h.getBoundingClientRect().height - padding) / parseFloat(style.lineHeight);"
-    )
-    assert lines == pytest.approx(round(lines), abs=0.02)
+    assert lines_in_view(browser, "#detail h3") == [pytest.approx(4, abs=0.02)]
 
 
 def test_vietnamese_capitals_are_drawn_whole_in_the_pane(
@@ -278,10 +278,14 @@ def test_metric_names_show_their_hidden_characters(
     assert cells[3:5] == ["1", "0.5"]  # each column still finds its scores
 
 
-def _a_metric_of_400_characters(folder: Path, first: str, score: float) -> Path:
+def _a_metric_of_400_characters(
+    folder: Path, first: str, score: float, evaluation: str | None = None
+) -> Path:
     """The eval page of two cases, the first named `first`, each scoring `score` on a
-    metric whose name is 400 characters long."""
+    metric whose name is 400 characters long (of the evaluation `evaluation`, if given)."""
     document = _document(2)
+    if evaluation is not None:
+        document["evaluation"] = evaluation
     document["metrics"][0]["name"] = "m" * 400
     document["cases"][0]["name"] = first
     for case in document["cases"]:
@@ -301,11 +305,9 @@ def test_a_metric_name_of_400_characters_shows_a_few_lines(
     with _window(browser, width, 844):
         _open(browser, page)
         browser.save_screenshot(str(artifacts / f"eval-long-metric-{width}.png"))
-        lines, scrolls = browser.execute_script(
-            "var n = document.querySelector('.card .name'), s = getComputedStyle(n);"
-            "var padding = parseFloat(s.paddingTop) + parseFloat(s.paddingBottom);"
-            "return [(n.clientHeight - padding) / parseFloat(s.lineHeight),"
-            " n.scrollHeight > n.clientHeight];"
+        (lines,) = lines_in_view(browser, ".card .name")
+        scrolls = browser.execute_script(
+            "var n = document.querySelector('.card .name'); return n.scrollHeight > n.clientHeight;"
         )
         assert_room_for_marks(browser, ".card .name")
     assert lines == pytest.approx(3, abs=0.05)
@@ -413,3 +415,75 @@ def test_a_worst_cases_long_names_show_a_few_lines(
         )
         assert all(count < 3.6 for count in lines), lines
         assert_room_for_marks(browser, "#worst td .few")
+
+
+# The boxes that show a few lines of a long text, the rest scrolled to, and how many: the
+# title and a metric's card (three), a worst case's names (three), the pane's heading (four);
+# the diff's fact name (three) and a value on a side (twelve).
+_FEW_LINES = {".card .name": 3, "#worst td .few": 3, "header h1": 3, "#detail-pane h3": 4}
+_FEW_LINES_DIFF = {".side .fact-name": 3, ".side td pre": 12}
+
+
+@pytest.mark.parametrize("scale", [1, 1.25, 1.5])
+def test_a_few_lines_show_nothing_of_the_next(
+    browser: Any, tmp_path: Path, artifacts: Path, scale: float
+) -> None:
+    # Each showed the top of the next line's letters in its padding under its last line
+    # (its room for marks), at every zoom: a third of a line more than the lines it shows.
+    from converge_dsl.pipetest import render_diff_html
+
+    eval_page = _a_metric_of_400_characters(tmp_path, "c" * 1000, 0.5, "p" * 600)
+    field = {"what": "content", "a": "x" * 10_000, "b": "y"}
+    fact = {"key": "k", "id": "i" * 3000, "change": "changed", "fields": [field]}
+    document = {"same": False, "facts": [fact], "stop_reason": None, "usage": []}
+    diff_page = tmp_path / "diff.html"
+    diff_page.write_text(render_diff_html(document, "run", "a.json", "b.json"), encoding="utf-8")
+    found = {}
+    with _window(browser, 1280, 900, scale):
+        _open(browser, eval_page)
+        browser.execute_script("document.querySelector('#cases .row').click();")
+        for css in _FEW_LINES:
+            found[css] = lines_in_view(browser, css)
+        browser.save_screenshot(str(artifacts / f"eval-few-lines-{scale}.png"))
+        _open(browser, diff_page)
+        for css in _FEW_LINES_DIFF:
+            found[css] = lines_in_view(browser, css)
+        browser.save_screenshot(str(artifacts / f"diff-few-lines-{scale}.png"))
+    expected = {**_FEW_LINES, **_FEW_LINES_DIFF}
+    for css, lines in found.items():
+        assert lines, css
+        assert lines == [pytest.approx(expected[css], abs=0.02)] * len(lines), (css, lines)
+
+
+# Marks over and under the letters that a list's head cut at its box: a Vietnamese capital's
+# two, Thai's vowel and tone mark stacked on a tall letter and its vowel under a letter with
+# a tail, Arabic's harakat (a shadda under a fatha, a kasra)
+_HEAD_MARKS = {
+    "vietnamese": "\u1eaan \u1ef4",  # Ẫn Ỵ
+    "thai": "\u0e1b\u0e37\u0e4b \u0e0e\u0e39",  # ปื๋ ฎู
+    "arabic": "\u0628\u0650\u0633\u0652\u0645\u0650 \u0645\u064f\u0651\u062f\u064d",  # بِسْمِ مُّدٍ
+}
+
+
+@pytest.mark.parametrize("script", list(_HEAD_MARKS))
+def test_a_lists_head_draws_the_marks_of_its_names_whole(
+    browser: Any, tmp_path: Path, artifacts: Path, script: str
+) -> None:
+    # A list's head cells were clipped at their box (overflow: hidden, for the "…"): the
+    # marks over and under a metric's name in its column's head were cut.
+    from ..runtime.test_report_browser_layout import drawn_unclipped, draws_thai
+
+    page = tmp_path / "eval.html"
+    page.write_text(render_eval_html(_document(3)), encoding="utf-8")
+    _open(browser, page)
+    browser.execute_script("document.getElementById('cases').scrollIntoView();")
+    heights = browser.execute_script(
+        "return [document.querySelector('#cases .head').offsetHeight,"
+        " document.querySelector('#cases .row').offsetHeight];"
+    )
+    if script != "thai" or draws_thai(browser):
+        assert drawn_unclipped(browser, "#cases .head span", "#cases .vlist", _HEAD_MARKS[script])
+    browser.find_element("css selector", "#cases .vlist").screenshot(
+        str(artifacts / f"eval-head-marks-{script}.png")
+    )
+    assert heights == [28, 24]  # the head and the rows as tall as they were

@@ -325,6 +325,29 @@ def assert_room_for_marks(browser: Any, css: str) -> None:
     assert min(room) >= 0.35 - 0.01, (css, room)
 
 
+def lines_in_view(browser: Any, css: str) -> list[float]:
+    """How many lines each box at `css` that scrolls shows, scrolled to its top: from its
+    first line's top (under its padding, the room for marks) down to its box's bottom, in
+    its lines' height. A box that shows a few whole lines ends where the next one starts:
+    its padding under them showed the top of the next line's letters."""
+    # (a box learns it scrolls from its scroll timeline, a frame after it is laid out)
+    return list(
+        browser.execute_async_script(
+            "var css = arguments[0], done = arguments[1];"
+            "requestAnimationFrame(function () { requestAnimationFrame(function () {"
+            " var boxes = Array.from(document.querySelectorAll(css)).filter(function (e) {"
+            "  return e.scrollHeight > e.clientHeight; });"
+            " done(boxes.map(function (e) {"
+            " var s = getComputedStyle(e); e.scrollTop = 0;"
+            " var inner = e.getBoundingClientRect().height - parseFloat(s.borderTopWidth)"
+            "  - parseFloat(s.borderBottomWidth) - (e.offsetHeight - e.clientHeight"
+            "  - parseFloat(s.borderTopWidth) - parseFloat(s.borderBottomWidth));"
+            " return (inner - parseFloat(s.paddingTop)) / parseFloat(s.lineHeight); })); }); });",
+            css,
+        )
+    )
+
+
 def assert_line_clips_are_bounded(browser: Any, lines: str, around: str) -> None:
     """Forty marks stacked on a letter of one of the lines at `lines` leave the letters of
     the line above alone and are still clipped; a Vietnamese capital's two marks are drawn

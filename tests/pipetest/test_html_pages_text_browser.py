@@ -1,0 +1,137 @@
+"""How the eval and diff pages show the text they are given, in a real headless Chromium.
+
+Data that looks like markup shows as text; a right-to-left override shows as its escape,
+and a name pasted raw in the filter finds its row. Screenshots are saved under the
+`artifacts` folder (tests/conftest.py); the `browser` fixture skips, saying why, where
+Chromium, its driver or selenium is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from converge_dsl.pipetest import render_eval_html
+
+from .browser_pages import console_errors, open_page, section_count, visible_rows
+from .conftest import cli
+
+BROWSER_WINDOW = (1400, 1500)
+HOSTILE = '</script><img src=x onerror="window.pwned=1"><b>bold</b>'
+
+
+def test_a_case_name_pasted_raw_in_the_filter_finds_its_row(browser: Any, tmp_path: Path) -> None:
+    # The rows show `r⟨U+202E⟩ev`; the name itself, pasted in, found nothing.
+    cases = [{"name": n, "stop_reason": "converged"} for n in ("r\u202eev", "r\\u202eev", "zz")]
+    document = {"evaluation": "e", "passed": True, "metrics": [], "cases": cases}
+    page = tmp_path / "names.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    open_page(browser, page)
+    browser.execute_script(
+        "var s = document.getElementById('search'); s.value = arguments[0];"
+        "s.dispatchEvent(new Event('input'));",
+        "r\u202eev",
+    )
+    assert section_count(browser, "cases") == "1 of 3"
+    names = [r.text.split()[0] for r in visible_rows(browser, "#cases .row")]
+    assert names == ["r\u27e8U+202E\u27e9ev"]
+    assert console_errors(browser) == []
+
+
+def test_data_that_looks_like_markup_shows_as_text(browser: Any, tmp_path: Path) -> None:
+    fact = {"id": HOSTILE, "content": HOSTILE, "data": {HOSTILE: 1}}
+    a = {"stop_reason": "converged", "usage": {}, "facts": {"k": [fact]}}
+    b = {"stop_reason": HOSTILE, "usage": {}, "facts": {"k": [{**fact, "data": {HOSTILE: 2}}]}}
+    files = []
+    for name, body in (("a.json", a), ("b.json", b)):
+        (tmp_path / name).write_text(json.dumps(body), encoding="utf-8")
+        files.append(tmp_path / name)
+    page = tmp_path / "hostile.html"
+    assert cli("diff", *files, "--format", "html", "-o", page)[0] == 1
+    open_page(browser, page)
+    assert console_errors(browser) == []
+    assert browser.execute_script("return window.pwned === undefined")
+    assert browser.find_elements("css selector", "main img, main b") == []
+    text = browser.find_element("id", "differences").text
+    assert f"changed k/{HOSTILE}" in text
+    assert 'onerror="window.pwned=1"' in text
+
+
+def test_a_right_to_left_override_shows_as_its_escape(browser: Any, tmp_path: Path) -> None:
+    # In a case's name, as `⟨U+202E⟩`: a case named with the character and one named
+    # with the six characters `\u202e` both showed `T-1 \u202e(at a.yaml:1:2)`.
+    sneaky = "T-1 \u202e(at a.yaml:1:2)"
+    cases = [
+        {"name": name, "stop_reason": "converged", "scores": {"m": 1}}
+        for name in (sneaky, "T-1 \\u202e(at a.yaml:1:2)")
+    ]
+    document = {"evaluation": sneaky, "passed": True, "metrics": [], "cases": cases}
+    page = tmp_path / "bidi.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    open_page(browser, page)
+    shown = [r.text.split("\n")[0] for r in visible_rows(browser, "#cases .row")]
+    assert shown == ["T-1 \u27e8U+202E\u27e9(at a.yaml:1:2)", "T-1 \\u202e(at a.yaml:1:2)"]
+    assert browser.find_element("id", "title").text == "Evaluation: T-1 \\u202e(at a.yaml:1:2)"
+    assert console_errors(browser) == []
+    # the pane's JSON shows the name as the table does
+    visible_rows(browser, "#cases .row")[0].click()
+    assert (
+        '"name": "T-1 \u27e8U+202E\u27e9(at a.yaml:1:2)"'
+        in browser.find_element("id", "detail").text
+    )
+
+
+# Names too long for their cell, written right to left, or mixed: an Arabic one, a Hebrew
+# one, an Arabic one with a number and a Latin word in it; and a Latin one with Arabic in it
+_LONG_NAMES = (
+    "\u0645\u062d\u0645\u062f \u0639\u0628\u062f \u0627\u0644\u0644\u0647 "
+    "\u0627\u0644\u0623\u062d\u0645\u062f \u0645\u0646 \u0645\u062f\u064a\u0646\u0629 "
+    "\u0627\u0644\u0631\u064a\u0627\u0636",  # محمد عبد الله الأحمد من مدينة الرياض
+    "\u05e9\u05dc\u05d5\u05dd \u05e2\u05d5\u05dc\u05dd \u05d6\u05d4 \u05e9\u05dd "
+    "\u05d0\u05e8\u05d5\u05da \u05de\u05d0\u05d5\u05d3 \u05e9\u05e0\u05d7\u05ea\u05da",
+    "\u0645\u062d\u0645\u062f 42 \u0639\u0628\u062f \u0627\u0644\u0644\u0647 ABC "
+    "\u0627\u0644\u0623\u062d\u0645\u062f \u0645\u0646 \u0645\u062f\u064a\u0646\u0629",
+    "Latin name then \u0639\u0631\u0628\u064a that is long enough to be cut",
+)
+
+
+def test_a_cut_name_ends_with_its_ellipsis_where_it_reads_to(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # A list's cells are cut with "…" at their end; an Arabic or Hebrew name was laid left
+    # to right: the "…" stood at the right, where such a name starts, and what showed was
+    # its end (a mixed one, a piece of its middle). It is cut where it reads to: at the
+    # left for a name written right to left, whatever numbers or Latin words are in it.
+    metric = _LONG_NAMES[0]
+    cases = [
+        {"name": name, "stop_reason": "converged", "scores": {metric: 1}} for name in _LONG_NAMES
+    ]
+    document = {"evaluation": "e", "passed": True, "metrics": [], "cases": cases}
+    page = tmp_path / "rtl.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    open_page(browser, page)
+    cells = browser.execute_script(
+        "var cells = Array.from(document.querySelectorAll('#cases .row span.c-case'));"
+        "cells.push(document.querySelectorAll('#cases .head span')[3]);"
+        "return cells.map(function (cell) {"
+        " var text = cell.firstChild, range = document.createRange();"
+        " range.setStart(text, 0); range.setEnd(text, 1);"
+        " var first = range.getBoundingClientRect(); range.selectNodeContents(cell);"
+        " var all = range.getBoundingClientRect(), box = cell.getBoundingClientRect();"
+        " return {text: cell.textContent, box: [box.left, box.right],"
+        "  first: [first.left, first.right], all: [all.left, all.right]}; });"
+    )
+    browser.find_element("id", "cases").screenshot(str(artifacts / "eval-rtl-cells.png"))
+    assert [c["text"] for c in cells] == [*_LONG_NAMES, metric]
+    for cell, rtl in zip(cells, (True, True, True, False, True), strict=True):
+        left, right = cell["box"]
+        assert cell["all"][1] - cell["all"][0] > right - left, cell  # cut short
+        # its first letter in view, at the side it starts from; the rest past the other
+        if rtl:
+            assert right - 3 <= cell["first"][1] <= right + 0.5, cell
+            assert cell["all"][0] < left, cell
+        else:
+            assert left - 0.5 <= cell["first"][0] <= left + 3, cell
+            assert cell["all"][1] > right, cell
+    assert console_errors(browser) == []
