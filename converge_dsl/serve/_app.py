@@ -305,7 +305,7 @@ class _Api:
         ident = self.run_id(request)
         live = self.service.live(ident)
         if request.method == "HEAD":
-            stored = self.service.store.next_event(ident)  # 0: no event stored
+            stored = self.service.store.stored_past(ident)  # 0: no event stored
             if not stored and (live is None or not live.records):
                 raise _no_events(ident)
             head = HTMLResponse(None)

@@ -152,6 +152,8 @@ class LiveRun:
     def __init__(self, first: int, loop: asyncio.AbstractEventLoop) -> None:
         self.first = first
         self.records: list[tuple[int, str]] = []
+        # The streams may send the numbers below it (`RunStore.mark_sent`, on `loop`).
+        self.sent = first
         self.stored = 0  # how many of `records` are in the store
         self.ended = False
         # The run made its last event (`run_finished`): the pause rule of

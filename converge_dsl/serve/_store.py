@@ -57,14 +57,14 @@ from converge_dsl.runtime import execute_all
 
 from ._errors import ServeFailed
 from ._store_events import StoredEvents
-from ._store_sql import RECOVERED, SCHEMA, SELECT, Statement, add_statements
+from ._store_sql import SCHEMA, SELECT, Statement, add_statements
 
 STATE_FILE = "runs.sqlite3"
 # The most runs one retention transaction deletes (SQLite's limit of bound values is
 # 32766; a batch also bounds how long the database is held).
 PRUNE_BATCH = 500
 # The tables holding a run's rows, and the column naming the run.
-_RUN_TABLES = ("runs.id", "events.run", "results.run", "idempotency.run", "recoveries.run")
+_RUN_TABLES = ("runs.id", "events.run", "results.run", "idempotency.run", "sent.run")
 STATUSES = ("queued", "running", "paused", "done", "cancelled")
 FINISHED = frozenset({"done", "cancelled"})
 
@@ -485,15 +485,15 @@ class RunStore(StoredEvents):
         return cursor.rowcount == 1
 
     def recover(self, now: float) -> list[RunRow]:
-        """After a restart: running runs are queued again (where their stored events end
-        kept: `first_unstored`); every queued run, oldest first. The events and journal of
-        a run that was never stored go (a kill took its add, queued with the group, after
-        a worker committed records of it or its events were flushed)."""
+        """After a restart: running runs are queued again (numbering their events past
+        every number sent: `next_event`); every queued run, oldest first. The events and
+        journal of a run that was never stored go (a kill took its add, queued with the
+        group, after a worker committed records of it or its events were flushed)."""
         self._write(
             [
-                (RECOVERED, ()),
                 ("UPDATE runs SET status = 'queued', updated = ? WHERE status = 'running'", (now,)),
                 ("DELETE FROM events WHERE run NOT IN (SELECT id FROM runs)", ()),
+                ("DELETE FROM sent WHERE run NOT IN (SELECT id FROM runs)", ()),
                 *self.checkpoints.removal_unless("SELECT id FROM runs"),
             ]
         )

@@ -1,11 +1,12 @@
 """A run's events as the service's state holds them (`RunStore`'s rows of `events`), and
-where a restart found them (`recoveries`).
+the numbers its streams sent (`sent`).
 
 Consecutive records handed over together are one row: `seq` the number of the first,
 `line` the records joined by newlines (see `_store`). A resumed run numbers its events
-after the stored ones (`next_event`); a run a restart continued keeps the number past
-the events stored then (`first_unstored`, written by `RunStore.recover`), from which a
-number may have named an event of the lost attempt (`_streams`).
+after the stored ones and after every number a stream of it has sent (`next_event`): a
+stream notes the number past the events it sends before it sends them (`mark_sent`), so
+a run continued after a kill, which lost the events it had not stored, gives none of
+their numbers to other events (the numbers are skipped).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ._store_sql import INSERT_EVENTS, Statement
+from ._store_sql import INSERT_EVENTS, INSERT_SENT, Statement
 
 
 class StoredEvents:
@@ -57,8 +58,8 @@ class StoredEvents:
                 if seq > after:
                     yield seq, render(seq, record)
 
-    def next_event(self, run: str) -> int:
-        """The number the next event of `run` takes (a resumed run goes on numbering)."""
+    def stored_past(self, run: str) -> int:
+        """The number past the stored events of `run` (0: none stored)."""
         rows = self._read(
             "SELECT seq, line FROM events WHERE run = ? ORDER BY seq DESC LIMIT 1", (run,)
         )
@@ -67,8 +68,13 @@ class StoredEvents:
         first, lines = rows[0]
         return int(first) + str(lines).count("\n") + 1
 
-    def first_unstored(self, run: str) -> int | None:
-        """The number past the events `run` had stored when a restart first continued it
-        (`recover`); None if none has."""
-        rows = self._read("SELECT first_unstored FROM recoveries WHERE run = ?", (run,))
-        return int(rows[0][0]) if rows else None
+    def next_event(self, run: str) -> int:
+        """The number the next event of `run` takes (a resumed run goes on numbering):
+        past its stored events and every number a stream of it sent (`mark_sent`)."""
+        sent = self._read("SELECT past FROM sent WHERE run = ?", (run,))
+        return max(self.stored_past(run), int(sent[0][0]) if sent else 0)
+
+    def mark_sent(self, run: str, past: int) -> None:
+        """Note that a stream of `run` may send events numbered below `past` (committed
+        before it sends them: they may be lost in a kill, their numbers are not)."""
+        self._write([(INSERT_SENT, (run, past))])

@@ -45,21 +45,19 @@ CREATE TABLE IF NOT EXISTS idempotency (
     run TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idempotency_run ON idempotency (run);
--- a run continued after a restart: the number its first event past the stored ones took
--- (at its first such restart; numbers from it on may have named events of a lost attempt)
-CREATE TABLE IF NOT EXISTS recoveries (
+-- the number past every event of a run a stream has sent, written before it sends them:
+-- an attempt that continues the run after a kill numbers its events from there at the
+-- least, so no number a client holds names another event (`StoredEvents`)
+CREATE TABLE IF NOT EXISTS sent (
     run TEXT PRIMARY KEY,
-    first_unstored INTEGER NOT NULL
+    past INTEGER NOT NULL
 );
+-- an older server's numbers past the stored events at a restart, which it gave again
+DROP TABLE IF EXISTS recoveries;
 """
 
-# Each running run's number past its stored events, kept at its first restart (`recover`).
-RECOVERED = (
-    "INSERT OR IGNORE INTO recoveries (run, first_unstored) SELECT id, COALESCE(("
-    "SELECT seq + LENGTH(line) - LENGTH(REPLACE(line, CHAR(10), '')) + 1 FROM events "
-    "WHERE events.run = runs.id ORDER BY seq DESC LIMIT 1), 0) FROM runs WHERE status = 'running'"
-)
 INSERT_EVENTS = "INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?)"
+INSERT_SENT = "INSERT OR REPLACE INTO sent (run, past) VALUES (?, ?)"
 
 # A run's result: a pause's in its row, else (an end) its first row of `results`.
 COLUMNS = (

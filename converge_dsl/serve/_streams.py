@@ -19,6 +19,7 @@ from ._store import FINISHED
 if TYPE_CHECKING:
     from starlette.requests import Request
 
+    from ._events import LiveRun
     from ._service import RunService
 
 # How long an event stream waits for news before it sends a keep-alive comment.
@@ -32,8 +33,7 @@ _EVENT_ID = re.compile(r"[0-9]{1,18}")
 def last_event(request: Request, service: RunService, run: str) -> int:
     """The number of the last event of `run` the client has (`Last-Event-ID`), -1 without
     one: 400 when it is not an event's number (CD309) or not one the run has been given
-    (CD462). A number a lost attempt may have given (`_check_given`) is answered as the
-    last event stored before it: the stream resumes from the first it lost."""
+    (CD462, `_check_given`)."""
     last = _header(request)
     return _check_given(service, run, last) if last >= 0 else last
 
@@ -57,19 +57,14 @@ def _header(request: Request) -> int:
 
 
 def _check_given(service: RunService, run: str, last: int) -> int:
-    """Where to resume `run` for a client that has event `last`.
+    """Where to resume `run` for a client that has event `last`: after it, when it is
+    numbered below the number the run's next event takes (its attempt in progress
+    counted), whatever its status; else 400 (CD462).
 
-    A server killed while the run ran may have sent events it had not stored: the
-    continued run gives their numbers again, to other events. From the first number
-    past the events stored when a restart first continued the run (`first_unstored`), a
-    number may name a lost event: the stream resumes after the last stored one (the
-    client may see numbers again, with their new events; it misses none). Otherwise
-    `last` must be numbered below the number the run's next event takes (its attempt in
-    progress counted), whatever its status: 400 (CD462) past it.
+    A number is never given to two events: a stream notes the numbers it sends before
+    it sends them (`_sent`), and a run continued after a kill numbers its events past
+    them. A number of an event the kill lost resumes after it, at the next event kept.
     """
-    unstored = service.store.first_unstored(run)
-    if unstored is not None and last >= unstored:
-        return unstored - 1
     live = service.live(run)
     given = service.store.next_event(run) if live is None else live.first + len(live.records)
     if last < given:
@@ -100,7 +95,9 @@ async def event_stream(service: RunService, run: str, last: int) -> AsyncIterato
             last = seq
         live = service.live(run)
         if live is not None:
-            for seq, line in live.after(last):
+            burst = live.after(last)
+            _sent(service, run, live, burst)
+            for seq, line in burst:
                 yield f"id: {seq}\ndata: {line}\n\n"
                 last = seq
             if live.halted:
@@ -128,3 +125,11 @@ async def event_stream(service: RunService, run: str, last: int) -> AsyncIterato
             waited = 0.0
             yield ": keep-alive\n\n"
         await asyncio.sleep(QUEUED_POLL_S)
+
+
+def _sent(service: RunService, run: str, live: LiveRun, burst: list[tuple[int, str]]) -> None:
+    """Note, before `burst` (events of the attempt in progress, maybe not stored yet) is
+    sent, the number past it, unless a stream of the attempt already did."""
+    if burst and burst[-1][0] >= live.sent:
+        service.store.mark_sent(run, burst[-1][0] + 1)
+        live.sent = burst[-1][0] + 1

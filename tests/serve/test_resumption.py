@@ -28,26 +28,26 @@ from .conftest import Server, until
 STEPS = 40  # cycles of one model call each: longer than a stop took before (5 s and more)
 
 
-def _chain(folder: Path, delay_s: float = 0.25) -> Path:
-    """A pipeline of `STEPS` cycles, each one scripted model call of `delay_s`."""
+def _chain(folder: Path, delay_s: float = 0.25, steps: int = STEPS) -> Path:
+    """A pipeline of `steps` cycles, each one scripted model call of `delay_s`."""
     (folder / "chain.script.yaml").write_text(
         "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules: []\n"
         f'default: {{reply: "step", delay_s: {delay_s}}}\n'
     )
-    steps = "".join(
+    suggestors = "".join(
         f"  - name: s{n}\n    kind: llm\n    model: default\n"
         f"    dependencies: [{'seeds' if n == 1 else f'k{n - 1}'}]\n    target: k{n}\n"
         f'    prompt: {{user: "step {n}"}}\n    output: {{format: text, id: f{n}}}\n'
-        for n in range(1, STEPS + 1)
+        for n in range(1, steps + 1)
     )
-    keys = "".join(f"  - name: k{n}\n" for n in range(1, STEPS + 1))
+    keys = "".join(f"  - name: k{n}\n" for n in range(1, steps + 1))
     path = folder / "chain.yaml"
     path.write_text(
         "apiVersion: converge-dsl/v1\nkind: Pipeline\nname: chain\n"
         "description: A chain of cycles.\n"
         "models:\n  default: {adapter: scripted, script: chain.script.yaml}\n"
-        f"budget: {{max_cycles: {STEPS + 5}, max_model_calls: {STEPS + 5}}}\n"
-        f"keys:\n{keys}seeds:\n  - {{id: start, content: go}}\nsuggestors:\n{steps}"
+        f"budget: {{max_cycles: {steps + 5}, max_model_calls: {steps + 5}}}\n"
+        f"keys:\n{keys}seeds:\n  - {{id: start, content: go}}\nsuggestors:\n{suggestors}"
     )
     return path
 
@@ -87,9 +87,8 @@ def test_a_sigterm_mid_cycle_gives_no_event_twice(tmp_path: Path, servers: list[
     """A client streams the run; the server is stopped (SIGTERM) in its second cycle and
     started again on the same state; the client resumes from the last event it had. Its
     events are numbered 0, 1, 2... with no gap, each cycle's events once (one
-    `run_started` per attempt, the second resumed), and no `recoveries` row marks numbers
-    as lost. Before, the stop cancelled the run mid-cycle and the continued run gave that
-    cycle's events again, under new numbers."""
+    `run_started` per attempt, the second resumed). Before, the stop cancelled the run
+    mid-cycle and the continued run gave that cycle's events again, under new numbers."""
     paths, state = [_chain(tmp_path)], tmp_path / "state"
     server = Server(paths, state)
     servers.append(server)
@@ -118,15 +117,12 @@ def test_a_sigterm_mid_cycle_gives_no_event_twice(tmp_path: Path, servers: list[
     assert isinstance(starts[1]["resumed_from_cycle"], int)
     calls = [e["suggestor"] for _, e in seen if e["type"] == "model_call_started"]
     assert len(calls) == len(set(calls))
-    with sqlite3.connect(state / STATE_FILE) as db:
-        assert db.execute("SELECT COUNT(*) FROM recoveries").fetchone() == (0,)
 
 
 def test_a_stopping_service_starts_no_run_and_queues_a_handed_one_again(tmp_path: Path) -> None:
     """A run added while the service stops (a waiting worker would take it at once, so it is
     added running) is not started: the stop leaves it queued, so the next start continues
-    it with no recovery noted (a recovery would have every Last-Event-ID of it answered
-    from its first event). Before, the worker started it as the service stopped."""
+    it as a stopped run, numbered from 0. Before, the worker started it as the service stopped."""
     import asyncio
 
     from converge_dsl.serve import RunStore
@@ -154,7 +150,7 @@ def test_a_stopping_service_starts_no_run_and_queues_a_handed_one_again(tmp_path
         assert (row.status, row.attempts) == ("queued", 1)
         assert list(store.events(run)) == []  # not started: no event of it
         assert [r.id for r in store.recover(0.0)] == [run]
-        assert store.first_unstored(run) is None
+        assert store.next_event(run) == 0
     finally:
         store.close()
 
@@ -189,14 +185,14 @@ def test_a_sigterm_with_no_stream_open_queues_the_run_with_its_events(
     tmp_path: Path, servers: list[Server]
 ) -> None:
     """No client streams the run: the stop leaves it queued (it stopped at a checkpoint,
-    every event it gave stored, numbered from 0 with no gap), with no `recoveries` row."""
+    every event it gave stored, numbered from 0 with no gap), none noted as sent."""
     state = tmp_path / "state"
     server = _started(state)
     servers.append(server)
     server.process.send_signal(signal.SIGTERM)
     assert server.exit_code() == 0
     assert _stored(state, "SELECT status, attempts FROM runs") == [("queued", 1)]
-    assert _stored(state, "SELECT COUNT(*) FROM recoveries") == [(0,)]
+    assert _stored(state, "SELECT COUNT(*) FROM sent") == [(0,)]
     events = _events(state)
     assert [number for number, _ in events] == list(range(len(events)))
     assert events[-1][1] == "cycle_finished"
