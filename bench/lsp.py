@@ -55,6 +55,24 @@ editor model:
 
 Its last line: `lsp outline documentSymbol ms: X  semanticTokens ms: Y ...`.
 
+A fourth part (`--huge-only` runs it alone) asks whether a huge message holds the server
+up for the others. A server of this checkout (and, with `--before`, one of that
+checkout) has a small pipeline open; the time of a `documentSymbol` request on it is
+the baseline (the minimum of `--huge-repeat`). Then, each followed at once by that
+request, the time from the huge message handed to the client's stream to the answer:
+
+  (g) `didOpen` of a pipeline of `--huge-mb` (20 MB: over the file-size cap, so it gets
+      its one CD011 diagnostic and no analysis);
+  (h) a notification of a method the server has no handler for (`$/bench`) whose
+      params are `--huge-mb` of small JSON objects (pygls made a class for each one
+      before dropping it: 39 to 60 s);
+  (i) `didOpen` of a pipeline just under the cap (`--under-mb`, 7.5 MB), then an edit of
+      the small pipeline: the time until the small pipeline's diagnostics, against the
+      same edit's alone (analyses run one at a time: it waits for the large one's).
+
+Each is printed in seconds and as a ratio to its baseline measured in the same run. Its
+last line: `lsp huge didOpen/baseline: X  notification/baseline: Y  under-cap edit/baseline: Z`.
+
 On a shared machine the wall times carry the waits for a core. The CPU time
 the server spent on the edits (read from /proc on Linux: its user and system
 time before and after them, over the number of edits) against validate's own
@@ -68,6 +86,7 @@ measures another checkout with the same benchmark (before/after comparisons).
 Run: .venv/bin/python bench/lsp.py [--suggestors N] [--edits E] [--completions C]
      [--burst-only] [--burst-suggestors N] [--burst-edits E] [--burst-repeat R]
      [--outline-only] [--outline-mb M] [--outline-repeat R] [--before OTHER-CHECKOUT]
+     [--huge-only] [--huge-mb M] [--under-mb M] [--huge-repeat R]
 """
 
 from __future__ import annotations
@@ -79,6 +98,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from lsprotocol import types as lsp
@@ -430,6 +450,91 @@ def outline(megabytes: float, before: Path | None, repeat: int) -> None:
     print(f"lsp outline {last}")
 
 
+def _sized(megabytes: float) -> str:
+    """The generated pipeline of about `megabytes` MB."""
+    per_suggestor = len(generate(100).encode()) / 100
+    return generate(int(megabytes * 1e6 / per_suggestor))
+
+
+async def _huge_times(
+    folder: Path, checkout: Path, megabytes: float, under: float, repeat: int
+) -> dict[str, float]:
+    """Seconds of (g), (h) and (i) and of their baselines (the module's docstring)."""
+    small = folder / "small.yaml"
+    small.write_text(generate(3), encoding="utf-8")
+    driver, _, uri, text = await _opened(small, checkout=checkout)
+    document = lsp.DocumentSymbolParams(lsp.TextDocumentIdentifier(uri))
+    version = 1
+
+    async def symbols_after(send: Callable[[], None]) -> float:
+        send()  # its making aside: pygls's client takes seconds to make 20 MB of objects
+        start = time.perf_counter()
+        await driver.client.text_document_document_symbol_async(document)
+        return time.perf_counter() - start
+
+    async def edit_diagnostics() -> float:
+        nonlocal version
+        version += 1
+        change = lsp.TextDocumentContentChangeWholeDocument(text + "\n" * (version % 2))
+        start = time.perf_counter()
+        driver.client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(uri=uri, version=version), [change]
+            )
+        )
+        return await driver.wait_for(version, timeout=600) - start
+
+    def opened(name: str, body: str) -> Callable[[], None]:
+        item = lsp.TextDocumentItem((folder / name).as_uri(), "yaml", 1, body)
+        return lambda: driver.client.text_document_did_open(lsp.DidOpenTextDocumentParams(item))
+
+    times = {
+        "baseline": min([await symbols_after(lambda: None) for _ in range(repeat)]),
+        "edit baseline": min([await edit_diagnostics() for _ in range(repeat)]),
+    }
+    times["didOpen"] = await symbols_after(opened("huge.yaml", _sized(megabytes)))
+    objects = [{"n": n, "of": {"n": n}} for n in range(int(megabytes * 1e6 / 40))]
+    times["notification"] = await symbols_after(
+        lambda: driver.client.protocol.notify("$/bench", {"all": objects})
+    )
+    opened("under.yaml", _sized(under))()
+    await asyncio.sleep(0.5)  # its analysis under way
+    times["under-cap edit"] = await edit_diagnostics()
+    await driver.stop()
+    return times
+
+
+def huge(megabytes: float, under: float, before: Path | None, repeat: int) -> None:
+    """The fourth part: a small request after a huge message (the module's docstring)."""
+    checkouts = {"after": _checkout()}
+    if before is not None:
+        checkouts = {"before": before.resolve(), **checkouts}
+    results = {}
+    for name, checkout in checkouts.items():
+        with tempfile.TemporaryDirectory() as folder:
+            results[name] = asyncio.run(
+                _huge_times(Path(folder), checkout, megabytes, under, repeat)
+            )
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"huge: {megabytes} MB messages, {under} MB under the cap; load average {load}")
+    ratios = {}
+    for name, times in results.items():
+        ratios[name] = {
+            "didOpen": times["didOpen"] / times["baseline"],
+            "notification": times["notification"] / times["baseline"],
+            "under-cap edit": times["under-cap edit"] / times["edit baseline"],
+        }
+        figures = "  ".join(f"{k}: {v:.3f} s" for k, v in times.items())
+        print(f"{name:6} {figures}  ({checkouts[name]})")
+        print(f"{name:6} " + "  ".join(f"{k}/baseline: {v:.1f}" for k, v in ratios[name].items()))
+    print(
+        "lsp huge "
+        + "  ".join(f"{k}/baseline: {v:.1f}" for k, v in ratios["after"].items()).replace(
+            "under-cap edit", "under-cap-edit"
+        )
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--suggestors", type=int, default=1000)
@@ -444,7 +549,14 @@ def main() -> None:
     parser.add_argument("--outline-repeat", type=int, default=5)
     parser.add_argument("--before", type=Path, help="a checkout to compare the outline with")
     parser.add_argument("--outline-only", action="store_true")
+    parser.add_argument("--huge-mb", type=float, default=20.0)
+    parser.add_argument("--under-mb", type=float, default=7.5)
+    parser.add_argument("--huge-repeat", type=int, default=5)
+    parser.add_argument("--huge-only", action="store_true")
     args = parser.parse_args()
+    if args.huge_only:
+        huge(args.huge_mb, args.under_mb, args.before, args.huge_repeat)
+        return
     if args.outline_only:
         outline(args.outline_mb, args.before, args.outline_repeat)
         return
@@ -481,6 +593,7 @@ def main() -> None:
     )
     burst(args.burst_suggestors, args.burst_edits, args.burst_repeat)
     outline(args.outline_mb, args.before, args.outline_repeat)
+    huge(args.huge_mb, args.under_mb, args.before, args.huge_repeat)
 
 
 if __name__ == "__main__":

@@ -490,3 +490,47 @@ def test_a_client_that_stops_reading_ends_the_session_without_a_traceback(projec
     assert "Traceback" not in stderr
     assert "CD361" not in stderr
     assert "the client no longer reads the server's output" in stderr
+
+
+def test_a_small_request_is_answered_after_a_huge_document(wire: Wire, project: Path) -> None:
+    """A document over the file-size cap (20 MB here) is not analysed: its one diagnostic
+    says so, with the limit and how to raise it; the next request on another document is
+    answered as after any other."""
+    wire.initialize(project)
+    uri, _ = wire.open(project / "typed.yaml")
+    rule = "  - name: rule-{0}\n    kind: rule\n    when: \"count('notes') >= {0}\"\n"
+    rules = "".join(rule.format(n) for n in range(20 * 1024 * 1024 // len(rule.format(0))))
+    huge = {
+        "uri": (project / "huge.yaml").as_uri(),
+        "languageId": "yaml",
+        "version": 1,
+        "text": f"apiVersion: converge-dsl/v1\nkind: Pipeline\nname: huge\nsuggestors:\n{rules}",
+    }
+    opened = {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": huge}}
+    wire.send(frame(opened))
+    symbols = wire.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
+    assert "keys" in [symbol["name"] for symbol in symbols["result"]]
+    found = wire.notification(
+        "textDocument/publishDiagnostics", lambda params: params["uri"] == huge["uri"]
+    )
+    (too_large,) = found["diagnostics"]
+    assert too_large["code"] == "CD011"
+    assert "the limit is 8388608" in too_large["message"]
+    assert "CONVERGE_DSL_MAX_FILE_BYTES" in too_large["message"]
+
+
+def test_a_large_message_of_a_method_without_a_type_is_read_as_json(
+    wire: Wire, project: Path
+) -> None:
+    """pygls made each JSON object in the params of a notification no handler takes (and in
+    the result of a response to no request of the server's) a namedtuple of a class
+    compiled for it, about 0.1 ms an object before the message was dropped: 200,000 objects
+    held the next request for tens of seconds (a 20 MB notification of small objects 39 to
+    60 s). Read as JSON, they cost what reading the JSON costs."""
+    wire.initialize(project)
+    objects = [{"n": n, "of": {"n": n}} for n in range(100_000)]
+    wire.send(frame({"jsonrpc": "2.0", "method": "$/progressOfMine", "params": objects[0]}))
+    wire.send(frame({"jsonrpc": "2.0", "method": "custom/notice", "params": {"all": objects}}))
+    wire.send(frame({"jsonrpc": "2.0", "id": 4242, "result": {"all": objects}}))
+    answer = wire.request("textDocument/hover", HOVER)
+    assert (answer.get("error"), answer["result"]) == (None, None)

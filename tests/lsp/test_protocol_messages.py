@@ -321,3 +321,26 @@ def test_a_misfit_of_an_enumeration_or_a_long_number_is_said_in_the_servers_word
         "9999999999... (4000 digits) @ message.params.position",
         "a message is not JSON (a number of more than 4300 digits)",
     ]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"method": "$/progressOfMine", "params": {"all": [{"n": 1, "of": {"n": 1}}]}},
+        {"method": "custom/notice", "params": {"all": [{"n": 1, "of": {"n": 1}}]}},
+        {"id": 4242, "result": {"all": [{"n": 1, "of": {"n": 1}}]}},
+    ],
+)
+def test_a_message_of_a_method_without_a_type_keeps_its_json(
+    server: Server, message: dict[str, Any]
+) -> None:
+    """Such a message (a notification no handler takes, a response to no request of the
+    server's) is dropped; pygls first made each JSON object in it a namedtuple of a class
+    compiled for it, about 0.1 ms an object (`test_protocol`: a large one held the next
+    request for tens of seconds)."""
+    read = server.protocol.structure_message({"jsonrpc": "2.0", **message})
+    kept = read.params if "method" in message else read.result
+    assert kept == {"all": [{"n": 1, "of": {"n": 1}}]}
+    server.send(message)
+    server.send({"id": 9, "method": "textDocument/hover", "params": HOVER})
+    assert server.answers() == [{"jsonrpc": "2.0", "id": 9, "result": None}]
