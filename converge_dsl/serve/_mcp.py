@@ -188,6 +188,14 @@ class McpEndpoint:
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """The session manager's task group, for the application's lifespan."""
+        from sse_starlette.sse import AppStatus
+
+        # The SDK's event streams (sse_starlette) all end at once while its process-wide
+        # `AppStatus.should_exit` is set: its wrap of uvicorn's `handle_exit` sets it when
+        # a server of the process stops on a signal, and nothing clears it. A server
+        # started after that one (`serve` called again) answered every tool call with an
+        # empty event stream. This server starts with no stop of its own asked.
+        AppStatus.should_exit = False
         async with self.sessions.run():
             yield
 
