@@ -87,6 +87,7 @@ if TYPE_CHECKING:
     from mcp import types
     from mcp.server.lowlevel import Server
     from mcp.server.session import ServerSession
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from starlette.datastructures import Headers
     from starlette.responses import JSONResponse
     from starlette.types import Message, Receive, Scope, Send
@@ -156,7 +157,6 @@ class McpEndpoint:
         loopback: bool,
     ) -> None:
         from mcp.server.lowlevel import Server
-        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
         from mcp.server.transport_security import TransportSecuritySettings
 
         self.service = service
@@ -178,16 +178,23 @@ class McpEndpoint:
             enable_dns_rebinding_protection=loopback,
             allowed_hosts=allowed if loopback else [],
         )
-        self.sessions = StreamableHTTPSessionManager(
+        self._security = security
+        self.sessions = self._session_manager()
+
+    def _session_manager(self) -> StreamableHTTPSessionManager:
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        return StreamableHTTPSessionManager(
             self.server,
             stateless=True,
-            security_settings=security,
-            max_request_body_size=limits.body_cap,
+            security_settings=self._security,
+            max_request_body_size=self.limits.body_cap,
         )
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """The session manager's task group, for the application's lifespan."""
+        """The session manager's task group, for the application's lifespan: a new manager
+        each time (the SDK's runs once), so that the application may be served again."""
         from sse_starlette.sse import AppStatus
 
         # The SDK's event streams (sse_starlette) all end at once while its process-wide
@@ -196,6 +203,7 @@ class McpEndpoint:
         # started after that one (`serve` called again) answered every tool call with an
         # empty event stream. This server starts with no stop of its own asked.
         AppStatus.should_exit = False
+        self.sessions = self._session_manager()
         async with self.sessions.run():
             yield
 

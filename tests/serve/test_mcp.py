@@ -649,3 +649,22 @@ def test_a_server_started_after_one_stopped_by_a_signal_answers_tool_calls(
     serve(options, lambda url: os.kill(os.getpid(), signal.SIGTERM))
     with in_process(tmp_path / "third", HttpLimits(), mcp=True) as url:
         assert _echo_status(url) == "done"
+
+
+def test_the_application_served_again_answers_tool_calls(tmp_path: Path) -> None:
+    """One application served twice in a process (its lifespan run again): the second
+    start failed, the SDK's session manager running once only."""
+    from converge_dsl.serve._app import HttpLimits, build_app
+    from converge_dsl.serve._mcp import McpEndpoint
+
+    from .conftest import on_a_thread
+
+    prepared = prepare(ServeOptions([DATA / "echo.yaml"], state=tmp_path / "state"))
+    try:
+        endpoint = McpEndpoint(prepared.service, None, HttpLimits(), loopback=True)
+        app = build_app(prepared.service, None, HttpLimits(), endpoint)
+        for _ in range(2):
+            with on_a_thread(app) as url:
+                assert _echo_status(url) == "done"
+    finally:
+        prepared.service.store.close()
