@@ -56,7 +56,6 @@ from converge_dsl import codes
 from converge_dsl._version import __version__
 
 from ._app import (
-    UNAUTHORIZED,
     HttpLimits,
     answered,
     known_run,
@@ -79,9 +78,10 @@ from ._mcp_runs import (
     wait_argument,
 )
 from ._openapi import inputs_schema, run_schema
-from ._requests import Problem, Refused, one_header, refused, run_request
+from ._requests import Problem, Refused, refused, run_request
 from ._store import FINISHED, RunRow
 from ._streams import event_stream
+from ._tokens import admitted
 
 if TYPE_CHECKING:
     from mcp import types
@@ -213,20 +213,10 @@ class McpEndpoint:
         from starlette.requests import Request
 
         headers = Headers(scope=scope)
-        try:
-            allowed = self.tokens is None or self.tokens.allows(
-                one_header(headers, "Authorization", codes.SERVE_BAD_PARAMETER)
-            )
-        except Refused as error:
-            await problems_response(error, self.service.redact)(scope, receive, send)
-            return
-        if not allowed:
-            response = problems_response(Refused(401, (UNAUTHORIZED,)), self.service.redact)
-            response.headers["WWW-Authenticate"] = "Bearer"
-            await response(scope, receive, send)
-            return
         server = scope.get("server")
-        refusal = self._transport_refusal(headers, None if server is None else server[1])
+        refusal = admitted(self.tokens, headers) or self._transport_refusal(
+            headers, None if server is None else server[1]
+        )
         if refusal is not None:
             await problems_response(refusal, self.service.redact)(scope, receive, send)
             return
