@@ -62,7 +62,7 @@ from ._requests import (
 )
 from ._store import FINISHED, RunRow
 from ._streams import event_stream, last_event
-from ._tokens import TokenFile
+from ._tokens import TokenFile, admitted
 
 if TYPE_CHECKING:
     from starlette.types import Message, Receive, Scope, Send
@@ -147,8 +147,12 @@ def known_run(service: RunService, ident: str) -> str:
 
 
 def problems_response(error: Refused, redact: Callable[[str], str]) -> JSONResponse:
+    """The JSON errors a refusal is answered with, by the HTTP API and at `/mcp` alike
+    (a 401 names the scheme it asks for; a refusal that ends, its `Retry-After`)."""
     body = {"errors": [redacted_problem(p, redact) for p in error.problems]}
     headers = {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}
+    if error.status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
     return JSONResponse(body, status_code=error.status, headers=headers)
 
 
@@ -210,21 +214,12 @@ class _Api:
 
         async def call(request: Request) -> Response:
             try:
-                if (
-                    not open_route
-                    and self.tokens is not None
-                    and not self.tokens.allows(
-                        one_header(request.headers, "Authorization", codes.SERVE_BAD_PARAMETER)
-                    )
-                ):
-                    raise Refused(401, (UNAUTHORIZED,))
+                refusal = None if open_route else admitted(self.tokens, request.headers)
+                if refusal is not None:
+                    return problems_response(refusal, redact)
                 return await handler(request)
             except Exception as error:
-                refusal = answered(error, request.method, request.url.path)
-                response = problems_response(refusal, redact)
-                if refusal.status == 401:
-                    response.headers["WWW-Authenticate"] = "Bearer"
-                return response
+                return problems_response(answered(error, request.method, request.url.path), redact)
 
         return call
 
@@ -482,12 +477,6 @@ class FaultsAnswered:
         await problems_response(refusal, self.redact)(scope, receive, send)
 
 
-UNAUTHORIZED = Problem(
-    codes.SERVE_UNAUTHORIZED,
-    "a valid bearer token is needed",
-    "",
-    "send Authorization: Bearer TOKEN with a token of --token-file",
-)
 INTERNAL_ERROR = Problem(
     codes.SERVE_INTERNAL_ERROR,
     "the service failed on this request (a fault of the service, not of the request)",

@@ -56,7 +56,6 @@ from converge_dsl import codes
 from converge_dsl._version import __version__
 
 from ._app import (
-    UNAUTHORIZED,
     HttpLimits,
     answered,
     known_run,
@@ -79,14 +78,16 @@ from ._mcp_runs import (
     wait_argument,
 )
 from ._openapi import inputs_schema, run_schema
-from ._requests import Problem, Refused, one_header, refused, run_request
+from ._requests import Problem, Refused, refused, run_request
 from ._store import FINISHED, RunRow
 from ._streams import event_stream
+from ._tokens import admitted
 
 if TYPE_CHECKING:
     from mcp import types
     from mcp.server.lowlevel import Server
     from mcp.server.session import ServerSession
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from starlette.datastructures import Headers
     from starlette.responses import JSONResponse
     from starlette.types import Message, Receive, Scope, Send
@@ -156,7 +157,6 @@ class McpEndpoint:
         loopback: bool,
     ) -> None:
         from mcp.server.lowlevel import Server
-        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
         from mcp.server.transport_security import TransportSecuritySettings
 
         self.service = service
@@ -178,16 +178,32 @@ class McpEndpoint:
             enable_dns_rebinding_protection=loopback,
             allowed_hosts=allowed if loopback else [],
         )
-        self.sessions = StreamableHTTPSessionManager(
+        self._security = security
+        self.sessions = self._session_manager()
+
+    def _session_manager(self) -> StreamableHTTPSessionManager:
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        return StreamableHTTPSessionManager(
             self.server,
             stateless=True,
-            security_settings=security,
-            max_request_body_size=limits.body_cap,
+            security_settings=self._security,
+            max_request_body_size=self.limits.body_cap,
         )
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """The session manager's task group, for the application's lifespan."""
+        """The session manager's task group, for the application's lifespan: a new manager
+        each time (the SDK's runs once), so that the application may be served again."""
+        from sse_starlette.sse import AppStatus
+
+        # The SDK's event streams (sse_starlette) all end at once while its process-wide
+        # `AppStatus.should_exit` is set: its wrap of uvicorn's `handle_exit` sets it when
+        # a server of the process stops on a signal, and nothing clears it. A server
+        # started after that one (`serve` called again) answered every tool call with an
+        # empty event stream. This server starts with no stop of its own asked.
+        AppStatus.should_exit = False
+        self.sessions = self._session_manager()
         async with self.sessions.run():
             yield
 
@@ -197,20 +213,10 @@ class McpEndpoint:
         from starlette.requests import Request
 
         headers = Headers(scope=scope)
-        try:
-            allowed = self.tokens is None or self.tokens.allows(
-                one_header(headers, "Authorization", codes.SERVE_BAD_PARAMETER)
-            )
-        except Refused as error:
-            await problems_response(error, self.service.redact)(scope, receive, send)
-            return
-        if not allowed:
-            response = problems_response(Refused(401, (UNAUTHORIZED,)), self.service.redact)
-            response.headers["WWW-Authenticate"] = "Bearer"
-            await response(scope, receive, send)
-            return
         server = scope.get("server")
-        refusal = self._transport_refusal(headers, None if server is None else server[1])
+        refusal = admitted(self.tokens, headers) or self._transport_refusal(
+            headers, None if server is None else server[1]
+        )
         if refusal is not None:
             await problems_response(refusal, self.service.redact)(scope, receive, send)
             return

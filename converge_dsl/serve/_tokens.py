@@ -24,6 +24,12 @@ While the file is missing, unreadable or invalid, no request is let in on
 the tokens it held before (fail closed): each is answered 503 with CD461 and
 `Retry-After` until the file holds tokens again, and the server's log says so
 once for each change of what it found, never for each request.
+
+`admitted(tokens, headers)` is the one token check of the HTTP API and of the
+MCP endpoint: None when the request may go on, else the refusal each edge
+answers (401 CD987 with `WWW-Authenticate: Bearer`, 400 CD309 for two
+`Authorization` headers that differ, 503 CD461). A service without a token
+file reads no `Authorization` header (docs/serve.md).
 """
 
 from __future__ import annotations
@@ -35,13 +41,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from converge_dsl import codes
 from converge_dsl._file_identity import SETTLED_NS, FileIdentity, identity, settled
 from converge_dsl._reading import ReadRefused, read_text
 
 from ._errors import ServeRefused
-from ._requests import Problem, Refused
+from ._requests import Problem, Refused, one_header
+
+if TYPE_CHECKING:
+    from starlette.datastructures import Headers
 
 _PREFIX = "sha256:"
 _CAP = 1 << 20
@@ -239,3 +249,24 @@ class TokenFile:
         if isinstance(error, ReadRefused):
             return error.reason
         return str(error)
+
+
+UNAUTHORIZED = Problem(
+    codes.SERVE_UNAUTHORIZED,
+    "a valid bearer token is needed",
+    "",
+    "send Authorization: Bearer TOKEN with a token of --token-file",
+)
+
+
+def admitted(tokens: TokenFile | None, headers: Headers) -> Refused | None:
+    """None when a request with `headers` may go on (`tokens` None: no token file, no
+    header read); else what it is refused with (see the module docstring)."""
+    if tokens is None:
+        return None
+    try:
+        if tokens.allows(one_header(headers, "Authorization", codes.SERVE_BAD_PARAMETER)):
+            return None
+    except Refused as refusal:
+        return refusal
+    return Refused(401, (UNAUTHORIZED,))

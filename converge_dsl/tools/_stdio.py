@@ -210,7 +210,10 @@ async def _stop(process: anyio.abc.Process, child: ChildProcess) -> None:
     kill_group(process.pid, signal.SIGKILL)
     if child.returncode is None:
         child.returncode = await process.wait()
-    for stream in (process.stdin, process.stdout, process.stderr):
-        if stream is not None:
-            with contextlib.suppress(Exception):
-                await stream.aclose()
+    # The process's own close: it closes the pipes' transports too. A stream's close
+    # left them open, and while a helper the server started outside its process group
+    # holds its stdout or stderr, no end comes to close them: the process's transport,
+    # collected after the loop closed, printed "Exception ignored ... Event loop is
+    # closed". (The child is reaped: this waits for nothing.)
+    with contextlib.suppress(Exception):
+        await process.aclose()

@@ -195,8 +195,6 @@ def in_process(
     """`paths` (echo.yaml) served on 127.0.0.1 by uvicorn on a thread of this process, with
     `limits`, the MCP endpoint if `mcp`, and `config` (given to `uvicorn.Config`); its URL,
     until the block ends."""
-    import uvicorn
-
     from converge_dsl.serve import ServeOptions, prepare
     from converge_dsl.serve._app import build_app
 
@@ -207,6 +205,19 @@ def in_process(
 
         endpoint = McpEndpoint(prepared.service, None, limits, loopback=True)
     app = build_app(prepared.service, None, limits, endpoint)
+    try:
+        with on_a_thread(app, **config) as url:
+            yield url
+    finally:
+        prepared.service.store.close()
+
+
+@contextlib.contextmanager
+def on_a_thread(app: Any, **config: Any) -> Iterator[str]:
+    """`app` served on 127.0.0.1 by uvicorn on a thread of this process, with `config`
+    (given to `uvicorn.Config`); its URL, until the block ends (its lifespan then ends)."""
+    import uvicorn
+
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -216,6 +227,7 @@ def in_process(
     try:
         deadline = time.monotonic() + 30
         while not server.started:
+            assert thread.is_alive(), "the server did not start (its log says why)"
             assert time.monotonic() < deadline
             time.sleep(0.02)
         yield f"http://127.0.0.1:{port}"
@@ -223,4 +235,3 @@ def in_process(
         server.should_exit = True
         thread.join(15)
         sock.close()
-        prepared.service.store.close()

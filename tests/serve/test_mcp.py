@@ -611,3 +611,60 @@ def test_a_response_posted_to_the_endpoint_is_accepted_without_an_error_logged(
     server.stop()
     assert server.exit_code() == 0
     assert "".join(server.stderr).splitlines()[1:] == []  # past "serving ... on URL"
+
+
+_ECHO_CALL = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {"name": "echo", "arguments": {"text": "a"}},
+}
+_ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def _echo_status(url: str) -> str:
+    """The status of the run of the echo tool called at `url`, read from its event stream."""
+    answer = httpx.post(f"{url}/mcp", json=_ECHO_CALL, headers=_ACCEPT, timeout=BOUND_S)
+    assert answer.status_code == 200, answer.text
+    assert "data: " in answer.text, (answer.headers, answer.text)
+    result = json.loads(answer.text.split("data: ", 1)[1])["result"]
+    status: str = result["structuredContent"]["status"]
+    return status
+
+
+def test_a_server_started_after_one_stopped_by_a_signal_answers_tool_calls(
+    tmp_path: Path,
+) -> None:
+    """`serve` stopped by a SIGTERM, then another server in the same process: its tool
+    calls were answered 200 with an event stream that closed with no event (sse_starlette's
+    process-wide exit flag, set by the first stop, ended every stream after it)."""
+    from converge_dsl.serve import serve
+    from converge_dsl.serve._app import HttpLimits
+
+    from .conftest import in_process
+
+    with in_process(tmp_path / "first", HttpLimits(), mcp=True) as url:
+        assert _echo_status(url) == "done"  # the SDK's event streams are loaded
+    options = ServeOptions([DATA / "echo.yaml"], port=0, state=tmp_path / "second")
+    serve(options, lambda url: os.kill(os.getpid(), signal.SIGTERM))
+    with in_process(tmp_path / "third", HttpLimits(), mcp=True) as url:
+        assert _echo_status(url) == "done"
+
+
+def test_the_application_served_again_answers_tool_calls(tmp_path: Path) -> None:
+    """One application served twice in a process (its lifespan run again): the second
+    start failed, the SDK's session manager running once only."""
+    from converge_dsl.serve._app import HttpLimits, build_app
+    from converge_dsl.serve._mcp import McpEndpoint
+
+    from .conftest import on_a_thread
+
+    prepared = prepare(ServeOptions([DATA / "echo.yaml"], state=tmp_path / "state"))
+    try:
+        endpoint = McpEndpoint(prepared.service, None, HttpLimits(), loopback=True)
+        app = build_app(prepared.service, None, HttpLimits(), endpoint)
+        for _ in range(2):
+            with on_a_thread(app) as url:
+                assert _echo_status(url) == "done"
+    finally:
+        prepared.service.store.close()

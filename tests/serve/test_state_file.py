@@ -93,20 +93,18 @@ def _tool_call(http: httpx.Client, name: str, arguments: dict[str, Any]) -> dict
     return result
 
 
-def test_mcp_tools_that_write_refuse_a_deleted_state(tmp_path: Path, servers: list[Server]) -> None:
+def test_mcp_tools_that_write_refuse_a_deleted_state(tmp_path: Path) -> None:
     """`serve --mcp` with the state folder deleted: a pipeline's tool, decideRun and
     cancelRun are tool errors of the 503 (CD993), as the HTTP routes are; they ran and
     stored into the deleted database (lost at the next start). The check is where the
     state is written, so a path no route takes is still 404 and a method a route does
-    not take 405.
-
-    A server process of its own: served on a thread of the test process, after other
-    tests in that process, the first call's answer was at times an event stream with no
-    event (twice in CI, never when run alone; cause not found)."""
+    not take 405."""
     state = tmp_path / "state"
-    server = Server([DATA / "echo.yaml", DATA / "gated.yaml"], state, "--mcp")
-    servers.append(server)
-    with httpx.Client(base_url=server.ready(), timeout=30) as http:
+    paths = (DATA / "echo.yaml", DATA / "gated.yaml")
+    with (
+        in_process(state, HttpLimits(), mcp=True, paths=paths) as url,
+        httpx.Client(base_url=url, timeout=30) as http,
+    ):
         paused = http.post("/v1/pipelines/gated/runs?wait=true").json()
         assert paused["status"] == "paused"
         shutil.rmtree(state)

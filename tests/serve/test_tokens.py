@@ -243,3 +243,74 @@ def test_a_served_token_file_is_seen_as_it_changes(tmp_path: Path, servers: list
     server.stop()
     logged = "".join(server.stderr)
     assert logged.count("cannot be used: it is missing") == 1, logged
+
+
+_LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+_MCP_ACCEPT = ("Accept", "application/json, text/event-stream")
+
+
+def _both_edges(http: httpx.Client, *authorization: str) -> list[httpx.Response]:
+    """The answers of the HTTP API (`GET /v1/pipelines`) and of `/mcp` (a tools/list) to a
+    request with each of `authorization` as an Authorization header."""
+    given = [("Authorization", value) for value in authorization]
+    return [
+        http.get("/v1/pipelines", headers=given),
+        http.post("/mcp", json=_LIST_TOOLS, headers=[_MCP_ACCEPT, *given]),
+    ]
+
+
+def _statuses(answers: list[httpx.Response]) -> list[int]:
+    return [answer.status_code for answer in answers]
+
+
+def _refused(answers: list[httpx.Response]) -> list[tuple[int, str, str | None]]:
+    return [
+        (a.status_code, a.json()["errors"][0]["code"], a.headers.get("www-authenticate"))
+        for a in answers
+    ]
+
+
+def test_the_api_and_the_mcp_endpoint_check_tokens_alike(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """Over HTTP, one token check for both edges: no token, a wrong one and a malformed
+    header are 401 (CD987, `WWW-Authenticate: Bearer`), two Authorization headers that
+    differ 400 (CD309), and a token file changed while serving is seen by both."""
+    other = "b0ffee5e7b1d4a9f8e2c6b3a1d0f9e8c"
+    server = serve_with_token(tmp_path, servers, [DATA / "echo.yaml"], TOKEN, "--mcp")
+    with httpx.Client(base_url=server.ready(), timeout=30) as http:
+        unauthorized = [(401, "CD987", "Bearer")] * 2
+        assert _refused(_both_edges(http)) == unauthorized
+        assert _refused(_both_edges(http, f"Bearer {other}")) == unauthorized
+        for malformed in (
+            "Bearer",
+            f"Basic {TOKEN}",
+            f"Bearer{TOKEN}",
+            f"{TOKEN}",
+            f"Bearer {TOKEN} x",
+        ):
+            assert _refused(_both_edges(http, malformed)) == unauthorized, malformed
+        twice = _both_edges(http, f"Bearer {TOKEN}", f"Bearer {other}")
+        assert _refused(twice) == [(400, "CD309", None)] * 2
+        assert "Authorization header 2 times" in twice[1].json()["errors"][0]["message"]
+        assert _statuses(_both_edges(http, f"Bearer {TOKEN}")) == [200, 200]
+        # the same token twice, the scheme's case aside, is one
+        assert _statuses(_both_edges(http, f"bearer {TOKEN}", f"Bearer {TOKEN}")) == [200, 200]
+        (tmp_path / "tokens").write_text(f"{other}\n")
+        assert _refused(_both_edges(http, f"Bearer {TOKEN}")) == unauthorized
+        assert _statuses(_both_edges(http, f"Bearer {other}")) == [200, 200]
+
+
+def test_without_a_token_file_neither_edge_reads_authorization(tmp_path: Path) -> None:
+    """Without `--token-file` no Authorization header is read (docs/serve.md): two that
+    differ are let in at the HTTP API and at `/mcp` alike."""
+    from converge_dsl.serve._app import HttpLimits
+
+    from .conftest import in_process
+
+    with (
+        in_process(tmp_path / "state", HttpLimits(), mcp=True) as url,
+        httpx.Client(base_url=url, timeout=30) as http,
+    ):
+        answers = _both_edges(http, "Bearer one-token-0123456789", "Basic another")
+    assert _statuses(answers) == [200, 200]

@@ -105,3 +105,38 @@ def test_a_program_that_cannot_run_says_so(tmp_path: Path) -> None:
     if sys.platform.startswith("linux"):
         assert shell.returncode == 127
         assert f"cannot run {script}: Permission denied" in shell.stderr
+
+
+def test_a_server_whose_helper_keeps_its_pipes_closes_without_a_loop_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that leaves a helper outside its process group holding its stdout and
+    stderr: its pipes never end, and their transports, left open at the close and
+    collected after the loop closed, printed "Exception ignored ... Event loop is closed"
+    (`sys.unraisablehook`)."""
+    import gc
+
+    from converge_dsl.frontend import StdioServerSpec
+    from converge_dsl.tools import McpToolServer
+
+    from ._servers import stdio_fixture
+
+    ignored: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda what: ignored.append(repr(what.exc_value)))
+    helper = tmp_path / "helper.pid"
+    wrapper = tmp_path / "with-helper"
+    wrapper.write_text(f'#!/bin/sh\nsetsid sleep 60 &\necho $! > "{helper}"\nexec "$@"\n')
+    wrapper.chmod(0o755)
+    fixture = stdio_fixture()
+    spec = StdioServerSpec(
+        name=fixture.name, command=(str(wrapper), *fixture.command), allow=fixture.allow
+    )
+    server = McpToolServer(spec, tmp_path, {"PATH": os.environ["PATH"]})
+    try:
+        server.start()
+    finally:
+        server.close()
+        if helper.exists():
+            os.kill(int(helper.read_text()), signal.SIGKILL)
+    gc.collect()
+    assert ignored == []
