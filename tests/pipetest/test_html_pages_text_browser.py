@@ -197,3 +197,26 @@ def test_every_line_cut_with_an_ellipsis_is_cut_where_it_reads_to(
             _cut_where_it_reads_to(cell, not cell["text"].startswith("Latin"))
     assert len(cuts["#title"]) == 1
     assert console_errors(browser) == []
+
+
+def test_a_name_written_right_to_left_that_fits_stays_at_its_columns_edge(
+    browser: Any, tmp_path: Path
+) -> None:
+    # Laid in its own direction, a short Hebrew name stood at the right of the list's column
+    # of names, under a head at its left, and a failed case's at the right of its box.
+    name = "\u05e9\u05dc\u05d5\u05dd"  # שלום
+    cases = [{"name": n, "stop_reason": "error", "error": "stopped"} for n in (name, "short")]
+    document = {"evaluation": "e", "passed": False, "metrics": [], "cases": cases}
+    page = tmp_path / "fits.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    open_page(browser, page)
+    laid = [
+        *_laid(browser, "#cases .head span.c-case"),
+        *_laid(browser, "#cases .row span.c-case"),
+        *_laid(browser, ".error-case .name"),
+    ]
+    assert [c["text"] for c in laid] == ["case", name, "short", name, "short"]
+    for cell in laid:
+        assert cell["all"][1] - cell["all"][0] < cell["box"][1] - cell["box"][0], cell  # whole
+        assert cell["box"][0] - 0.5 <= cell["all"][0] <= cell["box"][0] + 3, cell
+    assert console_errors(browser) == []
