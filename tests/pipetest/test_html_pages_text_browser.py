@@ -96,6 +96,39 @@ _LONG_NAMES = (
 )
 
 
+# Where each of the elements `css` matches lays its text: its content box's, its first
+# letter's and all of its text's left and right edges.
+_WHERE_LAID = (
+    "return Array.from(document.querySelectorAll(arguments[0])).map(function (cell) {"
+    " var text = cell.firstChild, range = document.createRange();"
+    " range.setStart(text, 0); range.setEnd(text, 1);"
+    " var first = range.getBoundingClientRect(); range.selectNodeContents(cell);"
+    " var all = range.getBoundingClientRect(), box = cell.getBoundingClientRect();"
+    " var style = getComputedStyle(cell), pad = function (side) {"
+    "  return parseFloat(style['padding' + side])"
+    "   + parseFloat(style['border' + side + 'Width']); };"
+    " return {text: cell.textContent, box: [box.left + pad('Left'), box.right - pad('Right')],"
+    "  first: [first.left, first.right], all: [all.left, all.right]}; });"
+)
+
+
+def _laid(browser: Any, css: str) -> list[dict[str, Any]]:
+    return list(browser.execute_script(_WHERE_LAID, css))
+
+
+def _cut_where_it_reads_to(cell: dict[str, Any], rtl: bool) -> None:
+    """`cell` is cut short, its first letter in view at the side it starts from and the
+    rest past the other."""
+    left, right = cell["box"]
+    assert cell["all"][1] - cell["all"][0] > right - left, cell
+    if rtl:
+        assert right - 3 <= cell["first"][1] <= right + 0.5, cell
+        assert cell["all"][0] < left, cell
+    else:
+        assert left - 0.5 <= cell["first"][0] <= left + 3, cell
+        assert cell["all"][1] > right, cell
+
+
 def test_a_cut_name_ends_with_its_ellipsis_where_it_reads_to(
     browser: Any, tmp_path: Path, artifacts: Path
 ) -> None:
@@ -111,27 +144,79 @@ def test_a_cut_name_ends_with_its_ellipsis_where_it_reads_to(
     page = tmp_path / "rtl.html"
     page.write_text(render_eval_html(document), encoding="utf-8")
     open_page(browser, page)
-    cells = browser.execute_script(
-        "var cells = Array.from(document.querySelectorAll('#cases .row span.c-case'));"
-        "cells.push(document.querySelectorAll('#cases .head span')[3]);"
-        "return cells.map(function (cell) {"
-        " var text = cell.firstChild, range = document.createRange();"
-        " range.setStart(text, 0); range.setEnd(text, 1);"
-        " var first = range.getBoundingClientRect(); range.selectNodeContents(cell);"
-        " var all = range.getBoundingClientRect(), box = cell.getBoundingClientRect();"
-        " return {text: cell.textContent, box: [box.left, box.right],"
-        "  first: [first.left, first.right], all: [all.left, all.right]}; });"
-    )
+    cells = _laid(browser, "#cases .row span.c-case")
+    cells.append(_laid(browser, "#cases .head span")[3])
     browser.find_element("id", "cases").screenshot(str(artifacts / "eval-rtl-cells.png"))
     assert [c["text"] for c in cells] == [*_LONG_NAMES, metric]
     for cell, rtl in zip(cells, (True, True, True, False, True), strict=True):
-        left, right = cell["box"]
-        assert cell["all"][1] - cell["all"][0] > right - left, cell  # cut short
-        # its first letter in view, at the side it starts from; the rest past the other
-        if rtl:
-            assert right - 3 <= cell["first"][1] <= right + 0.5, cell
-            assert cell["all"][0] < left, cell
-        else:
-            assert left - 0.5 <= cell["first"][0] <= left + 3, cell
-            assert cell["all"][1] > right, cell
+        _cut_where_it_reads_to(cell, rtl)
+    assert console_errors(browser) == []
+
+
+def test_every_line_cut_with_an_ellipsis_is_cut_where_it_reads_to(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # The list's cells were cut where they read to; a failed case's name, a confusion
+    # matrix's labels (its columns' and its rows') and a short window's title were still
+    # laid left to right: an Arabic or Hebrew one was cut at its start.
+    names = [" ".join([name] * 4) for name in _LONG_NAMES]
+    cases = [{"name": n, "stop_reason": "error", "error": "stopped"} for n in names]
+    confusion = [{"expected": n, "found": n, "count": 1} for n in names]
+    metric = {"name": "label", "mean": 1.0, "cases": 4, "passed": True, "confusion": confusion}
+    document = {"evaluation": "e", "passed": False, "metrics": [metric], "cases": cases}
+    page = tmp_path / "cuts.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    metrics = {"width": 844, "height": 390, "deviceScaleFactor": 1, "mobile": False}
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        open_page(browser, page)
+        # (no page's title starts right to left: each starts with what it is, "Evaluation:")
+        browser.execute_script(
+            "document.getElementById('title').textContent = arguments[0]", names[0]
+        )
+        cuts = {
+            css: _laid(browser, css)
+            for css in (
+                ".error-case .name",
+                ".matrix thead th:not(.corner)",
+                ".matrix tbody th",
+                "#title",
+            )
+        }
+        browser.find_element("id", "confusion").screenshot(str(artifacts / "eval-rtl-matrix.png"))
+        browser.find_element("id", "errors").screenshot(str(artifacts / "eval-rtl-errors.png"))
+        browser.find_element("tag name", "header").screenshot(str(artifacts / "eval-rtl-title.png"))
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    sorted_names = sorted(names)
+    assert [c["text"] for c in cuts[".error-case .name"]] == names
+    assert [c["text"] for c in cuts[".matrix thead th:not(.corner)"]] == sorted_names
+    assert [c["text"] for c in cuts[".matrix tbody th"]] == sorted_names
+    for cells in cuts.values():
+        for cell in cells:
+            _cut_where_it_reads_to(cell, not cell["text"].startswith("Latin"))
+    assert len(cuts["#title"]) == 1
+    assert console_errors(browser) == []
+
+
+def test_a_name_written_right_to_left_that_fits_stays_at_its_columns_edge(
+    browser: Any, tmp_path: Path
+) -> None:
+    # Laid in its own direction, a short Hebrew name stood at the right of the list's column
+    # of names, under a head at its left, and a failed case's at the right of its box.
+    name = "\u05e9\u05dc\u05d5\u05dd"  # שלום
+    cases = [{"name": n, "stop_reason": "error", "error": "stopped"} for n in (name, "short")]
+    document = {"evaluation": "e", "passed": False, "metrics": [], "cases": cases}
+    page = tmp_path / "fits.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    open_page(browser, page)
+    laid = [
+        *_laid(browser, "#cases .head span.c-case"),
+        *_laid(browser, "#cases .row span.c-case"),
+        *_laid(browser, ".error-case .name"),
+    ]
+    assert [c["text"] for c in laid] == ["case", name, "short", name, "short"]
+    for cell in laid:
+        assert cell["all"][1] - cell["all"][0] < cell["box"][1] - cell["box"][0], cell  # whole
+        assert cell["box"][0] - 0.5 <= cell["all"][0] <= cell["box"][0] + 3, cell
     assert console_errors(browser) == []
