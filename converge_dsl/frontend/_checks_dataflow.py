@@ -303,12 +303,12 @@ _UNKNOWN = object()  # data an expression computes
 
 def _emits(facts: PipelineFacts) -> Iterator[tuple[str, JsonPath, str, str, str, Any]]:
     """(who, path, key, id, content, data) of every fact proposed with a literal id and
-    content; data is `_UNKNOWN` where an expression computes it (constant ones are read)."""
-    for index, seed in enumerate(facts.data.get("seeds") or ()):
-        item_id, content = _literal(seed.get("id")), _literal(seed.get("content"))
-        if item_id is not None and content is not None:
-            key = str(seed.get("key", "seeds"))
-            yield "seeds", ("seeds", index), key, item_id, content, seed.get("data")
+    content; data is `_UNKNOWN` where an expression computes it (constant ones are read).
+    A pipeline seed's are the manifest's, the values the run proposes: the text as YAML
+    gives it (a block scalar `|` keeps its last line break), never rendered."""
+    for seed in facts.manifest.seeds:  # as the run proposes them: never rendered
+        if isinstance(seed.content, str):
+            yield "seeds", seed.path, seed.key, seed.id, seed.content, seed.data
     for spec in facts.specs:
         data: dict[JsonPath, Any] | None = None
         for proposal in spec.proposal_specs():
@@ -333,10 +333,7 @@ def refused_ids(facts: PipelineFacts) -> Iterator[Diagnostic]:
     template renders when it is constant."""
     from converge_dsl._fact_ids import id_problem
 
-    ids: list[tuple[JsonPath, object]] = [
-        (("seeds", index, "id"), seed.get("id"))
-        for index, seed in enumerate(facts.data.get("seeds") or ())
-    ]
+    ids: list[tuple[JsonPath, object]] = [((*s.path, "id"), s.id) for s in facts.manifest.seeds]
     for spec in facts.specs:
         ids.extend(((*p.path, "id"), _literal(p.id)) for p in spec.proposal_specs())
     for path, item_id in ids:
@@ -387,13 +384,26 @@ def same_id_other_content(facts: PipelineFacts) -> Iterator[Diagnostic]:
         what = "content" if content != content_before else "data"
         line = facts.source_map.span(where).line
         by = "twice" if other == who else f"as {other!r} does (line {line})"
+        hint = f"give one of them another id, or the same content and data (line {line})"
+        if what == "content" and content.rstrip("\n") == content_before.rstrip("\n"):
+            longer = path if len(content) > len(content_before) else where
+            hint += _line_break_note(facts.document, (*longer, "content"))
         yield facts.warning(
             codes.SAME_ID_OTHER_CONTENT,
             f"{who!r} proposes id {item_id!r} to key {key!r} {by}, with other {what}: "
             "whichever comes second is a conflict that stops the run",
             (*path, "id"),
-            hint=f"give one of them another id, or the same content and data (line {line})",
+            hint=hint,
         )
+
+
+def _line_break_note(doc: LoadedDocument, path: JsonPath) -> str:
+    """Two contents that differ only in line breaks at their end: which one has more (a
+    pipeline seed's is the text as written; a template's output drops one), and why."""
+    line = doc.source_map.span(path).line
+    return f"; the content at line {line} ends in a line break the other lacks" + (
+        _line_break_hint(doc, path)
+    )
 
 
 def refires_on_own_output(facts: PipelineFacts) -> Iterator[Diagnostic]:
