@@ -7,7 +7,8 @@ may not hold (`converge_dsl._fact_ids`) and what a message naming a key says
 how the file writes (CD250).
 `escaped(match)` is a matched character's visible escape, `\\xNN` below U+0100
 and `\\uNNNN` above: what `frontend.terminal_safe`, the pages' `page_text` and
-a location's file name (`diagnostics.one_line`) show in its place.
+a location's file name (`diagnostics.one_line`) show in its place; `written(text)`
+is how a message quotes a text with such characters (a fact id, a key name).
 `name_on_one_line(text)` escapes newline, tab and the backslash too, one to one:
 a name pytest shows on a report line of its own. `shell_word(text)` is `text` as
 one word a shell reads back as it is, and as safe to show: a command line the
@@ -36,6 +37,24 @@ def escaped(found: re.Match[str]) -> str:
     """The visible escape of the one character `found` matched."""
     code = ord(found.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def written(text: str, *, unprintable: bool = False) -> str:
+    """`text` as a message quotes it between single quotes, one notation for every message:
+    a backslash doubled and each `HIDDEN` character as `escaped` writes it (`\\x0a`,
+    `\\u202e`, never Python's `\\n`); with `unprintable`, each character `str.isprintable`
+    refuses (`HIDDEN`, a space that is not U+0020, an unassigned code point) too. The
+    promotion gate's reason (`converge_dsl._fact_ids.written_id`), CD272 and CD250."""
+    import re
+
+    doubled = text.replace("\\", "\\\\")
+    if unprintable:
+        return re.sub("[^ -~]", _unprintable_escaped, doubled)
+    return re.sub(HIDDEN, escaped, doubled)
+
+
+def _unprintable_escaped(found: re.Match[str]) -> str:
+    return found.group() if found.group().isprintable() else escaped(found)
 
 
 def name_on_one_line(text: str) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from converge_dsl._escapes import HIDDEN, escaped
+from converge_dsl._escapes import HIDDEN, written
 
 _HIDDEN = re.compile(HIDDEN)
 _PARENT = re.compile(r"(?:^|(?<=[/\\]))\.\.(?=[/\\]|$)")
@@ -50,4 +50,4 @@ def shown_id(text: str) -> str:
 def written_id(text: str) -> str:
     """`text` with its hidden characters escaped (`\\x00`, `\\u202e`) and a backslash
     doubled: how a refusal's reason quotes the id (`id 'a\\x00b' holds a NUL byte`)."""
-    return _HIDDEN.sub(escaped, text.replace("\\", "\\\\"))
+    return written(text)

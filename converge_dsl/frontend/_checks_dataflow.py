@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from converge_dsl import codes
-from converge_dsl._escapes import HIDDEN
+from converge_dsl._escapes import HIDDEN, written
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan, did_you_mean
 from converge_dsl.frontend._dataflow import (
     KeyRead,
@@ -177,8 +177,10 @@ def _unknown(
         index,
         code=codes.UNKNOWN_READ_KEY,
         message=f"{'expression' if site.expression else 'template'} reads unknown context "
-        f"key {key!r}",
-        hint=f"did you mean {guess!r}?" if guess else f"declare it: keys: [{{name: {key}}}]",
+        f"key '{written(str(key), unprintable=True)}'",
+        hint=f"did you mean '{written(guess, unprintable=True)}'?"
+        if guess
+        else f"declare it: keys: [{{name: {key}}}]",
         severity=Severity.ERROR,
     )
     # a hidden character, or a space that is not U+0020 (the message shows both escaped)
@@ -188,9 +190,9 @@ def _unknown(
     if not unshown or span is None or span.line != span.end_line:
         return diagnostic
     location = doc.source_map.get(site.path)
-    written = doc.line(span.line)[span.column - 1 : span.end_column - 1]
+    as_written = doc.line(span.line)[span.column - 1 : span.end_column - 1]
     sources: dict[str, dict[str, None]] = {}  # character -> the texts that write it
-    for char, source in spellings(written, None if location is None else location.style):
+    for char, source in spellings(as_written, None if location is None else location.style):
         sources.setdefault(char, {})[source] = None
     spelled = "; ".join(_spelled(char, list(sources.get(char, ()))) for char in unshown)
     return diagnostic._replace(message=f"{diagnostic.message} ({spelled})")
@@ -331,20 +333,20 @@ def refused_ids(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """A literal fact id the run's gate would refuse (CD272): a pipeline seed's id as
     written (the run does not render it), a seed suggestor's or a rule emit's as its
     template renders when it is constant."""
-    from converge_dsl._fact_ids import id_problem
+    from converge_dsl._fact_ids import id_problem, written_id
 
-    ids: list[tuple[JsonPath, object]] = [((*s.path, "id"), s.id) for s in facts.manifest.seeds]
+    ids: list[tuple[JsonPath, str | None]] = [((*s.path, "id"), s.id) for s in facts.manifest.seeds]
     for spec in facts.specs:
         ids.extend(((*p.path, "id"), _literal(p.id)) for p in spec.proposal_specs())
     for path, item_id in ids:
-        problem = id_problem(item_id) if isinstance(item_id, str) else None
-        if problem is not None:
+        problem = None if item_id is None else id_problem(item_id)
+        if item_id is not None and problem is not None:
             hint = "write an id of visible characters, with no '..' path segment"
-            if str(item_id).endswith("\n"):
+            if item_id.endswith("\n"):
                 hint += _line_break_hint(facts.document, path)
             yield facts.error(
                 codes.FACT_ID_REFUSED,
-                f"fact id {item_id!r} {problem}: the run's gate would reject it",
+                f"fact id '{written_id(item_id)}' {problem}: the run's gate would reject it",
                 path,
                 hint=hint,
             )
