@@ -26,11 +26,14 @@ if TYPE_CHECKING:
 
 UNSHOWN = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 # What a reader does not see as itself: `UNSHOWN`, newline and tab, the soft hyphen, the
-# zero-width space, the direction marks, the line and paragraph separators, the word
-# joiner and invisible operators, the byte-order mark. Not the zero-width non-joiner and
-# joiner (U+200C, U+200D): Persian and Indic words are spelled with them and emoji
-# sequences are joined by them (the pages show one outside an emoji sequence marked).
-HIDDEN = "[\x00-\x1f\x7f-\x9f\xad\u200b\u200e\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+# zero-width space, the direction marks (the Arabic letter mark U+061C, LRM, RLM: with the
+# embeddings, overrides and isolates, every one of Unicode's Bidi_Control characters), the
+# line and paragraph separators, the word joiner and invisible operators, the byte-order
+# mark: what the pages' `page_name` shows as `⟨U+...⟩` too. Not the zero-width non-joiner
+# and joiner (U+200C, U+200D): Persian and Indic words are spelled with them and emoji
+# sequences are joined by them (the pages show one outside an emoji sequence marked); nor
+# the Mongolian vowel separator (U+180E), which spells Mongolian words as they do.
+HIDDEN = "[\x00-\x1f\x7f-\x9f\xad\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
 
 
 def escaped(found: re.Match[str]) -> str:
