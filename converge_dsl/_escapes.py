@@ -7,7 +7,8 @@ may not hold (`converge_dsl._fact_ids`) and what a message naming a key says
 how the file writes (CD250).
 `escaped(match)` is a matched character's visible escape, `\\xNN` below U+0100
 and `\\uNNNN` above: what `frontend.terminal_safe`, the pages' `page_text` and
-a location's file name (`diagnostics.one_line`) show in its place.
+a location's file name (`diagnostics.one_line`) show in its place; `written(text)`
+is how a message quotes a text with such characters (a fact id, a key name).
 `name_on_one_line(text)` escapes newline, tab and the backslash too, one to one:
 a name pytest shows on a report line of its own. `shell_word(text)` is `text` as
 one word a shell reads back as it is, and as safe to show: a command line the
@@ -25,17 +26,38 @@ if TYPE_CHECKING:
 
 UNSHOWN = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 # What a reader does not see as itself: `UNSHOWN`, newline and tab, the soft hyphen, the
-# zero-width space, the direction marks, the line and paragraph separators, the word
-# joiner and invisible operators, the byte-order mark. Not the zero-width non-joiner and
-# joiner (U+200C, U+200D): Persian and Indic words are spelled with them and emoji
-# sequences are joined by them (the pages show one outside an emoji sequence marked).
-HIDDEN = "[\x00-\x1f\x7f-\x9f\xad\u200b\u200e\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+# zero-width space, the direction marks (the Arabic letter mark U+061C, LRM, RLM: with the
+# embeddings, overrides and isolates, every one of Unicode's Bidi_Control characters), the
+# line and paragraph separators, the word joiner and invisible operators, the byte-order
+# mark: what the pages' `page_name` shows as `⟨U+...⟩` too. Not the zero-width non-joiner
+# and joiner (U+200C, U+200D): Persian and Indic words are spelled with them and emoji
+# sequences are joined by them (the pages show one outside an emoji sequence marked); nor
+# the Mongolian vowel separator (U+180E), which spells Mongolian words as they do.
+HIDDEN = "[\x00-\x1f\x7f-\x9f\xad\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
 
 
 def escaped(found: re.Match[str]) -> str:
     """The visible escape of the one character `found` matched."""
     code = ord(found.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def written(text: str, *, unprintable: bool = False) -> str:
+    """`text` as a message quotes it between single quotes, one notation for every message:
+    a backslash doubled and each `HIDDEN` character as `escaped` writes it (`\\x0a`,
+    `\\u202e`, never Python's `\\n`); with `unprintable`, each character `str.isprintable`
+    refuses (`HIDDEN`, a space that is not U+0020, an unassigned code point) too. The
+    promotion gate's reason (`converge_dsl._fact_ids.written_id`), CD272 and CD250."""
+    import re
+
+    doubled = text.replace("\\", "\\\\")
+    if unprintable:
+        return re.sub("[^ -~]", _unprintable_escaped, doubled)
+    return re.sub(HIDDEN, escaped, doubled)
+
+
+def _unprintable_escaped(found: re.Match[str]) -> str:
+    return found.group() if found.group().isprintable() else escaped(found)
 
 
 def name_on_one_line(text: str) -> str:

@@ -4,10 +4,10 @@ A fact id is shown in reports, traces, the server's events and the pages, and
 compared by people: `id_problem(text)` refuses one holding a NUL byte, another
 control character (line breaks and tabs included), a character most editors
 and pages do not show (`converge_dsl._escapes.HIDDEN`: a bidi control, a
-zero-width space or direction mark, a line or paragraph separator, a soft
-hyphen, a byte-order mark; not the zero-width joiners, which spell words and
-emoji), or a `..` segment between slashes (`a/../b`),
-which reads as a path up a folder. Anything else is an id as before.
+zero-width space or direction mark (the Arabic letter mark too), a line or
+paragraph separator, a soft hyphen, a byte-order mark; not the zero-width
+joiners, which spell words and emoji), or a `..` segment between slashes
+(`a/../b`), which reads as a path up a folder. Anything else is an id as before.
 `shown_id(text)` is an id fit to show and store in its place: itself when
 allowed, else its characters escaped, `%` written `%25` and a `..` segment
 `%2E%2E` (one to one: two refused ids never show alike); `written_id(text)`, the
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from converge_dsl._escapes import HIDDEN, escaped
+from converge_dsl._escapes import HIDDEN, written
 
 _HIDDEN = re.compile(HIDDEN)
 _PARENT = re.compile(r"(?:^|(?<=[/\\]))\.\.(?=[/\\]|$)")
@@ -50,4 +50,4 @@ def shown_id(text: str) -> str:
 def written_id(text: str) -> str:
     """`text` with its hidden characters escaped (`\\x00`, `\\u202e`) and a backslash
     doubled: how a refusal's reason quotes the id (`id 'a\\x00b' holds a NUL byte`)."""
-    return _HIDDEN.sub(escaped, text.replace("\\", "\\\\"))
+    return written(text)

@@ -33,6 +33,7 @@ def test_ids_allowed_as_before(text: str) -> None:
         ("a\u200eb", "holds a hidden character (U+200E)", "a\\u200eb"),
         ("a\u2028b", "holds a hidden character (U+2028)", "a\\u2028b"),
         ("a\xadb", "holds a hidden character (U+00AD)", "a\\xadb"),
+        ("a\u061cb", "holds a hidden character (U+061C)", "a\\u061cb"),
         ("..", "has '..' as a path segment (a folder up)", "%2E%2E"),
         ("a/../b", "has '..' as a path segment (a folder up)", "a/%2E%2E/b"),
         ("a\\..", "has '..' as a path segment (a folder up)", "a\\\\%2E%2E"),

@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from converge_dsl import codes
-from converge_dsl._escapes import HIDDEN
+from converge_dsl._escapes import HIDDEN, written
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan, did_you_mean
 from converge_dsl.frontend._dataflow import (
     KeyRead,
@@ -177,8 +177,10 @@ def _unknown(
         index,
         code=codes.UNKNOWN_READ_KEY,
         message=f"{'expression' if site.expression else 'template'} reads unknown context "
-        f"key {key!r}",
-        hint=f"did you mean {guess!r}?" if guess else f"declare it: keys: [{{name: {key}}}]",
+        f"key '{written(str(key), unprintable=True)}'",
+        hint=f"did you mean '{written(guess, unprintable=True)}'?"
+        if guess
+        else f"declare it: keys: [{{name: {key}}}]",
         severity=Severity.ERROR,
     )
     # a hidden character, or a space that is not U+0020 (the message shows both escaped)
@@ -188,9 +190,9 @@ def _unknown(
     if not unshown or span is None or span.line != span.end_line:
         return diagnostic
     location = doc.source_map.get(site.path)
-    written = doc.line(span.line)[span.column - 1 : span.end_column - 1]
+    as_written = doc.line(span.line)[span.column - 1 : span.end_column - 1]
     sources: dict[str, dict[str, None]] = {}  # character -> the texts that write it
-    for char, source in spellings(written, None if location is None else location.style):
+    for char, source in spellings(as_written, None if location is None else location.style):
         sources.setdefault(char, {})[source] = None
     spelled = "; ".join(_spelled(char, list(sources.get(char, ()))) for char in unshown)
     return diagnostic._replace(message=f"{diagnostic.message} ({spelled})")
@@ -303,12 +305,12 @@ _UNKNOWN = object()  # data an expression computes
 
 def _emits(facts: PipelineFacts) -> Iterator[tuple[str, JsonPath, str, str, str, Any]]:
     """(who, path, key, id, content, data) of every fact proposed with a literal id and
-    content; data is `_UNKNOWN` where an expression computes it (constant ones are read)."""
-    for index, seed in enumerate(facts.data.get("seeds") or ()):
-        item_id, content = _literal(seed.get("id")), _literal(seed.get("content"))
-        if item_id is not None and content is not None:
-            key = str(seed.get("key", "seeds"))
-            yield "seeds", ("seeds", index), key, item_id, content, seed.get("data")
+    content; data is `_UNKNOWN` where an expression computes it (constant ones are read).
+    A pipeline seed's are the manifest's, the values the run proposes: the text as YAML
+    gives it (a block scalar `|` keeps its last line break), never rendered."""
+    for seed in facts.manifest.seeds:  # as the run proposes them: never rendered
+        if isinstance(seed.content, str):
+            yield "seeds", seed.path, seed.key, seed.id, seed.content, seed.data
     for spec in facts.specs:
         data: dict[JsonPath, Any] | None = None
         for proposal in spec.proposal_specs():
@@ -331,23 +333,20 @@ def refused_ids(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """A literal fact id the run's gate would refuse (CD272): a pipeline seed's id as
     written (the run does not render it), a seed suggestor's or a rule emit's as its
     template renders when it is constant."""
-    from converge_dsl._fact_ids import id_problem
+    from converge_dsl._fact_ids import id_problem, written_id
 
-    ids: list[tuple[JsonPath, object]] = [
-        (("seeds", index, "id"), seed.get("id"))
-        for index, seed in enumerate(facts.data.get("seeds") or ())
-    ]
+    ids: list[tuple[JsonPath, str | None]] = [((*s.path, "id"), s.id) for s in facts.manifest.seeds]
     for spec in facts.specs:
         ids.extend(((*p.path, "id"), _literal(p.id)) for p in spec.proposal_specs())
     for path, item_id in ids:
-        problem = id_problem(item_id) if isinstance(item_id, str) else None
-        if problem is not None:
+        problem = None if item_id is None else id_problem(item_id)
+        if item_id is not None and problem is not None:
             hint = "write an id of visible characters, with no '..' path segment"
-            if str(item_id).endswith("\n"):
+            if item_id.endswith("\n"):
                 hint += _line_break_hint(facts.document, path)
             yield facts.error(
                 codes.FACT_ID_REFUSED,
-                f"fact id {item_id!r} {problem}: the run's gate would reject it",
+                f"fact id '{written_id(item_id)}' {problem}: the run's gate would reject it",
                 path,
                 hint=hint,
             )
@@ -387,13 +386,26 @@ def same_id_other_content(facts: PipelineFacts) -> Iterator[Diagnostic]:
         what = "content" if content != content_before else "data"
         line = facts.source_map.span(where).line
         by = "twice" if other == who else f"as {other!r} does (line {line})"
+        hint = f"give one of them another id, or the same content and data (line {line})"
+        if what == "content" and content.rstrip("\n") == content_before.rstrip("\n"):
+            longer = path if len(content) > len(content_before) else where
+            hint += _line_break_note(facts.document, (*longer, "content"))
         yield facts.warning(
             codes.SAME_ID_OTHER_CONTENT,
             f"{who!r} proposes id {item_id!r} to key {key!r} {by}, with other {what}: "
             "whichever comes second is a conflict that stops the run",
             (*path, "id"),
-            hint=f"give one of them another id, or the same content and data (line {line})",
+            hint=hint,
         )
+
+
+def _line_break_note(doc: LoadedDocument, path: JsonPath) -> str:
+    """Two contents that differ only in line breaks at their end: which one has more (a
+    pipeline seed's is the text as written; a template's output drops one), and why."""
+    line = doc.source_map.span(path).line
+    return f"; the content at line {line} ends in a line break the other lacks" + (
+        _line_break_hint(doc, path)
+    )
 
 
 def refires_on_own_output(facts: PipelineFacts) -> Iterator[Diagnostic]:

@@ -22,6 +22,7 @@ from typing import Any
 from converge_dsl import codes
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import Severity, did_you_mean
+from converge_dsl.frontend import _joined_keys
 from converge_dsl.frontend._dataschema import DataShape
 from converge_dsl.frontend._mininodes import Const, Slot
 from converge_dsl.sandbox import FACT_FIELDS
@@ -133,6 +134,15 @@ class Walker:
         """The value of a `Const` node, Jinja's or the fast path's (through its `Slot`)."""
         value = node.value
         return self.literals[value.index] if isinstance(value, Slot) else value
+
+    def name_in(self, node: Any) -> Any:
+        """The key a call's argument or a namespace's subscript names: a `Const`'s value, or
+        the string literals it joins (`'ti' ~ 'ckets'`, read as the key checks read them:
+        `_joined_keys`); None for anything else."""
+        if type(node).__name__ == "Const":
+            return self.const(node)
+        joined = _joined_keys.parts(node)
+        return None if joined is None else _joined_keys.join(joined, self.literals)
 
     # --- statements ----------------------------------------------------------------
     def _statements(self, node: Any, scope: dict[str, Any]) -> None:
@@ -265,10 +275,14 @@ class Walker:
         if type(arg).__name__ == "Slice":
             self.value(arg, scope)
             return base if isinstance(base, _Facts | _List) else None
-        if type(arg).__name__ != "Const":
-            self.value(arg, scope)
-            return None
-        value = self.const(arg)
+        if type(arg).__name__ == "Const":
+            value = self.const(arg)
+        else:
+            # `facts['ti' ~ 'ckets']` names a key, read as the key checks read it
+            value = self.name_in(arg) if isinstance(base, _Namespace) else None
+            if value is None:
+                self.value(arg, scope)
+                return None
         if isinstance(value, str):
             return self.attribute(base, value, node.lineno, "[")
         if isinstance(value, int) and not isinstance(value, bool):
@@ -289,7 +303,7 @@ class Walker:
         for child in (*node.args, *(k.value for k in node.kwargs)):
             self.value(child, scope)
         first = node.args[0] if node.args else None
-        key = self.const(first) if type(first).__name__ == "Const" else None
+        key = None if first is None else self.name_in(first)
         callee = node.node
         if type(callee).__name__ == "Name" and callee.name not in scope and isinstance(key, str):
             if callee.name == "fact":

@@ -17,7 +17,6 @@ from __future__ import annotations
 import collections
 import csv
 import io
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -193,14 +192,18 @@ def refused(case: EvalCase) -> bool:
     return case.expected.get("stop_reason") == "usage_error"
 
 
+# What JSON reads as whitespace between tokens (the line was read as JSON: nothing else is).
+_JSON_BLANKS = frozenset(" \t\n\r")
+
+
 def _key_at(line: str, name: str, decoder: json.JSONDecoder) -> tuple[int, int]:
     """Where the key `name` of the `inputs` object of the JSONL `line` begins and ends,
     its quotes included ((-1, -1): not found)."""
-    blank = re.compile(r"\s*")
 
     def skip(at: int) -> int:
-        found = blank.match(line, at)
-        return found.end() if found else at
+        while line[at : at + 1] in _JSON_BLANKS:
+            at += 1
+        return at
 
     def members(at: int) -> Iterator[tuple[str, int, int, int]]:  # key, its span, its value
         at = skip(at)

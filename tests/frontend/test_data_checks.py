@@ -66,6 +66,10 @@ def _found(diagnostics: list[Diagnostic]) -> list[tuple[str, int, int, str | Non
         "{{ facts.tickets | selectattr('data.categry') | list }}",
         "{{ fact('tickets', 't1').data['categry'] }}",
         "{% if true %}{{ data_of('tickets')[0].categry }}{% endif %}",
+        "{{ data_of('ti' ~ 'ckets')[0].categry }}",
+        "{% for d in data_of('tick' + ('et' ~ 's')) %}{{ d.categry }}{% endfor %}",
+        "{{ facts['ti' ~ 'ckets'][0].data.categry }}",
+        "{{ fact('ti' ~ 'ckets', 't1').data.categry }}",
     ],
 )
 def test_an_unknown_field_is_found_through_every_path(template: str) -> None:

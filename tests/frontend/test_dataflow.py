@@ -226,6 +226,55 @@ def test_a_template_that_renders_a_constant_id_is_read_as_its_text() -> None:
     assert _codes(a + c + d + e) == [codes.SAME_ID_OTHER_CONTENT]
 
 
+SEED_AND_SUGGESTOR = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: t
+keys: [{name: notes}]
+seeds:
+  - id: n1
+    key: notes
+    content: CONTENT
+suggestors:
+  - name: again
+    kind: seed
+    target: notes
+    facts: [{id: n1, content: hello}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("content", "conflict"),
+    [
+        ("|\n      hello\n", True),  # `|` keeps the last line break: 'hello\n'
+        ("|-\n      hello\n", False),
+        ("'{{ \"hello\" }}'", True),  # the run does not render a pipeline seed
+        ("hello", False),
+    ],
+)
+def test_validate_reads_a_pipeline_seed_as_the_run_proposes_it(
+    tmp_path: Any, content: str, conflict: bool
+) -> None:
+    """A pipeline seed's content is the text as YAML gives it: validate warns of the
+    conflict (CD256) exactly when the run stops on it (CD909)."""
+    from converge_dsl.cli import run
+
+    text = SEED_AND_SUGGESTOR.replace("CONTENT", content)
+    found = _found("", text)
+    assert [d.code for d in found] == ([codes.SAME_ID_OTHER_CONTENT] if conflict else [])
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(text, encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    run(["run", str(pipeline)], out, err)
+    assert ("CD909" in err.getvalue()) is conflict
+    if conflict and "|" in content:
+        assert found[0].hint is not None
+        assert found[0].hint.endswith(
+            "; the content at line 8 ends in a line break the other lacks"
+            " (a block scalar `|` keeps its last line break; `|-` drops it)"
+        )
+
+
 def test_a_rule_bounded_by_cycle_or_guarded_does_not_refire() -> None:
     bounded = _rule(
         "r", "[notes]", "cycle < 3", "{key: notes, id: \"n-{{ count('notes') }}\", content: c}"

@@ -1,0 +1,79 @@
+"""`converge_dsl._escapes`: the classes of characters a reader does not see, and how a
+message quotes a text holding them."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from converge_dsl._escapes import HIDDEN, written
+from converge_dsl._fact_ids import written_id
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("kept\n\n", "kept\\x0a\\x0a"),  # the gate's notation, never Python's \n
+        ("a\tb", "a\\x09b"),
+        ("left\u202eright", "left\\u202eright"),
+        ("back\\slash", "back\\\\slash"),
+        ("no\xa0break", "no\xa0break"),  # a no-break space is not hidden
+        ("plain", "plain"),
+    ],
+)
+def test_written_escapes_hidden_characters_as_the_gate_does(text: str, shown: str) -> None:
+    assert written(text) == shown
+    assert written_id(text) == shown  # the promotion gate's reason quotes ids so
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("no\xa0break", "no\\xa0break"),
+        ("em\u2003space", "em\\u2003space"),
+        ("a\nb", "a\\x0ab"),
+        ("caf\xe9 \u0444\u0430\u0439\u043b", "caf\xe9 \u0444\u0430\u0439\u043b"),
+    ],
+)
+def test_written_with_unprintable_escapes_what_python_does_not_print(text: str, shown: str) -> None:
+    assert written(text, unprintable=True) == shown
+
+
+def test_every_hidden_character_is_unprintable() -> None:
+    """`written(..., unprintable=True)` escapes a superset of `HIDDEN`."""
+    hidden = [chr(c) for c in range(0x3000) if re.fullmatch(HIDDEN, chr(c))]
+    assert hidden
+    assert not any(char.isprintable() for char in hidden)
+
+
+# Unicode's Bidi_Control characters (PropList.txt): each reorders or marks text unseen.
+BIDI_CONTROLS = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+# The other characters that show as nothing: soft hyphen, zero-width space, line and
+# paragraph separators, word joiner and invisible operators, byte-order mark.
+INVISIBLE = [0xAD, 0x200B, 0x2028, 0x2029, *range(0x2060, 0x2065), 0xFEFF]
+# Characters that spell words: Persian and Indic (ZWNJ), emoji sequences (ZWJ), Mongolian.
+SPELLING = [0x200C, 0x200D, 0x180E]
+
+
+@pytest.mark.parametrize("code", BIDI_CONTROLS + INVISIBLE, ids=lambda c: f"U+{c:04X}")
+def test_every_bidi_control_and_invisible_character_is_hidden(code: int) -> None:
+    assert re.fullmatch(HIDDEN, chr(code))
+    assert written(chr(code)) == (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+@pytest.mark.parametrize("code", SPELLING, ids=lambda c: f"U+{c:04X}")
+def test_characters_that_spell_words_are_not_hidden(code: int) -> None:
+    assert re.fullmatch(HIDDEN, chr(code)) is None
+
+
+def test_what_the_pages_show_as_invisible_is_hidden() -> None:
+    """Every character `page_name` writes as `⟨U+...⟩` but its own bracket and the
+    joiners (which the pages keep inside an emoji sequence) is `HIDDEN`."""
+    from converge_dsl._page_assets import _NAMED_RANGES
+
+    named = {code for start, end in _NAMED_RANGES for code in range(start, end + 1)}
+    missing = sorted(
+        named - {0x27E8, 0x200C, 0x200D} - {c for c in named if re.fullmatch(HIDDEN, chr(c))}
+    )
+    assert [f"U+{code:04X}" for code in missing] == []
