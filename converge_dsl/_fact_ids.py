@@ -8,6 +8,8 @@ zero-width space or direction mark (the Arabic letter mark too), a line or
 paragraph separator, a soft hyphen, a byte-order mark; not the zero-width
 joiners, which spell words and emoji), or a `..` segment between slashes
 (`a/../b`), which reads as a path up a folder. Anything else is an id as before.
+`id_refusal(text)` is the promotion gate's reason for an id it refuses (a blank
+one too), as the gate and an agent's `context.propose` tool both say it.
 `shown_id(text)` is an id fit to show and store in its place: itself when
 allowed, else its characters escaped, `%` written `%25` and a `..` segment
 `%2E%2E` (one to one: two refused ids never show alike); `written_id(text)`, the
@@ -36,6 +38,15 @@ def id_problem(text: str) -> str | None:
     if "." in text and _PARENT.search(text) is not None:
         return "has '..' as a path segment (a folder up)"
     return None
+
+
+def id_refusal(text: str) -> str | None:
+    """Why the promotion gate refuses `text` as a fact id, as its reason reads
+    (`blank id`, `id 'a\\x00b' holds a NUL byte`), or None."""
+    if not text.strip():
+        return "blank id"
+    problem = id_problem(text)
+    return None if problem is None else f"id '{written_id(text)}' {problem}"
 
 
 def shown_id(text: str) -> str:

@@ -271,7 +271,7 @@ EVAL_NO_CASES = "CD340"  # an evaluation's dataset holds no case (its metrics wo
 EVAL_NOT_EVALUATION = (
     "CD341"  # a file given to `eval` is a pipeline, test file, model script or pack
 )
-EVAL_UNKNOWN_NAME = "CD802"  # a metric names a key or expected value the pipeline or dataset lacks
+EVAL_UNKNOWN_NAME = "CD802"  # a metric's key or expected value, a case's input (eval, run --cases)
 EVAL_BAD_REGEX = "CD803"  # a metric's pattern is not a regular expression RE2 can run
 EVAL_DUPLICATE = "CD804"  # two metrics, or two dataset cases, share a name
 EVAL_BAD_METRIC = "CD805"  # a metric gives none or several measures

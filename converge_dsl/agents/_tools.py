@@ -15,6 +15,9 @@ effect; the engine's promotion gate decides on them like any other.
 left out when the fact has none) and `confidence`; `context.propose` takes
 text `content` and optional JSON `data` (an object given as `content` is
 still accepted, and becomes the fact's data with its JSON text as content).
+An id the promotion gate would refuse (`converge_dsl._fact_ids.id_refusal`: blank, a
+control or hidden character, a `..` segment) is an error result at once, with the
+gate's reason, so the model can propose it again under another id in its next turn.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 
 import jsonschema
 
+from converge_dsl._fact_ids import id_refusal
 from converge_dsl._json_pointer import error_pointer
 from converge_dsl.compiler import ToolCaller
 from converge_dsl.diagnostics import did_you_mean
@@ -178,6 +182,9 @@ class ToolBox:
         return ToolResultPart(call.id, json.dumps(facts, ensure_ascii=False, sort_keys=True))
 
     def _propose(self, call: ToolCallPart) -> ToolResultPart:
+        refused = id_refusal(str(call.input["id"]))
+        if refused is not None:
+            return ToolResultPart(call.id, f"{refused}; use another id", is_error=True)
         proposal = ProposedFact(
             key=self.target,
             id=str(call.input["id"]),

@@ -32,6 +32,10 @@ Public surface:
   each `CaseResult` holds its wall time (`seconds`, never in its result line).
 - `run_cases(options, cases)`: such cases on any executor (`process`, `ray` too),
   results as they finish, with no cases or results file.
+- `undeclared_inputs(pipeline, declared, given, label=, place=)`: the located CD802 of
+  each input cases give that a pipeline does not declare, before any runs (`run_batch`
+  raises `CasesRefused` with them, exit 3; an evaluation's dataset); `key_at(line, path)`:
+  where a key of a JSONL line is.
 - `cassette_name(id, index)`, `safe_name(text)`, `check_cassettes(cases, folder, ...)`,
   `replaying(cases, folder)`: one cassette per case (`--record DIR`, `--replay DIR`;
   `Case.replay`, `CaseOutputs.record`).
@@ -68,6 +72,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.batch._pipeline import *  # noqa: F403
     from converge_dsl.batch._run import *  # noqa: F403
     from converge_dsl.batch._schedule import *  # noqa: F403
+    from converge_dsl.batch._undeclared import *  # noqa: F403
 else:
     __all__, __getattr__ = lazy_exports(
         __name__,
@@ -112,5 +117,10 @@ else:
             "converge_dsl.batch._pipeline": ("Pipeline", "load"),
             "converge_dsl.batch._run": ("BatchSummary", "run_batch", "run_cases"),
             "converge_dsl.batch._schedule": ("drive", "ordered"),
+            "converge_dsl.batch._undeclared": (
+                "CasesRefused",
+                "key_at",
+                "undeclared_inputs",
+            ),
         },
     )

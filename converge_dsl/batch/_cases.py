@@ -131,6 +131,11 @@ class Case:
     # The cassette that answers every model of its run (`--replay DIR`: `_cassettes`).
     replay: Path | None = None
 
+    @property
+    def label(self) -> str:
+        """How a message names the case: its id (`'a'`, `7`), else `#INDEX (no id)`."""
+        return repr(self.id) if self.id is not None else f"#{self.index} (no id)"
+
 
 @dataclass(frozen=True, slots=True)
 class CaseResult:
@@ -218,8 +223,13 @@ def parse_case(index: int, text: str, span: SourceSpan | None = None) -> Case:
 
 def read_cases(path: Path) -> list[Case]:
     """Every case of the cases file `path`; `UsageError` when it cannot be read."""
+    return cases_in(cases_text(path), path)
+
+
+def cases_text(path: Path) -> str:
+    """The text of the cases file `path`; `UsageError` when it cannot be read."""
     try:
-        text = read_text(path, "--cases file")
+        return read_text(path, "--cases file")
     except UnicodeDecodeError as exc:
         raise UsageError(
             f"--cases {path} is not UTF-8 text (byte {exc.start})", code=codes.FILE_UNREADABLE
@@ -228,6 +238,10 @@ def read_cases(path: Path) -> list[Case]:
         raise UsageError(
             f"cannot read --cases {path}: {exc.strerror}", code=codes.FILE_UNREADABLE
         ) from None
+
+
+def cases_in(text: str, path: Path) -> list[Case]:
+    """Every case of `text`, the cases file `path`'s, each located at its line there."""
     from converge_dsl._files import jsonl_lines
     from converge_dsl.diagnostics import SourceSpan
 

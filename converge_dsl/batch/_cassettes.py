@@ -96,7 +96,7 @@ def check_cassettes(
             problems.append(
                 _located(
                     codes.CASE_CASSETTE_CLASH,
-                    f"{what} {_label(case)} and {what} {_label(first)} would share the "
+                    f"{what} {case.label} and {what} {first.label} would share the "
                     f"cassette {name!r} in {option} {str(folder)!r}",
                     case,
                     f"give each {what} its own `id` (a cassette is named by the id, "
@@ -109,7 +109,7 @@ def check_cassettes(
             problems.append(
                 _located(
                     codes.CASE_CASSETTE_MISSING,
-                    f"{what} {_label(case)} has no cassette: {option} holds no file {str(path)!r}",
+                    f"{what} {case.label} has no cassette: {option} holds no file {str(path)!r}",
                     case,
                     f"record the {what}s again with {option.replace('--replay', '--record')}"
                     " DIR, or remove this one",
@@ -124,14 +124,10 @@ def check_cassettes(
         if path.is_file() and path.stat().st_size > 0:
             raise UsageError(
                 f"{option} {str(folder)!r} already holds the cassette of {what} "
-                f"{_label(case)} ({path.name}); recording onto it would mix two runs",
+                f"{case.label} ({path.name}); recording onto it would mix two runs",
                 hint=f"add --overwrite to record afresh over it, or give {option} a new folder",
                 code=codes.OUTPUT_REFUSED,
             )
-
-
-def _label(case: Case) -> str:
-    return repr(case.id) if case.id is not None else f"#{case.index} (no id)"
 
 
 def _located(code: str, message: str, case: Case, hint: str) -> Diagnostic:

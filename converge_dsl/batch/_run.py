@@ -13,9 +13,11 @@ Each result line is written to `--out` (through the checked opener and
 writes of `converge_dsl._files`) and flushed as its case finishes, tagged
 with its `index` and the pipeline's stamp (`_cases.PipelineStamp`). Once the
 pipeline is loaded and before any case runs, `--resume` refuses an `--out`
-holding lines of another pipeline (`_cases.check_pipeline`, CD321). A case that
-fails is a result line like any other; only a problem of the batch itself
-(the pipeline, `--cases`, `--out`) raises. The batch-wide `limits` count what
+holding lines of another pipeline (`_cases.check_pipeline`, CD321), and the
+cases to run are refused when they give an input the pipeline does not declare
+(`_undeclared.check_cases`: CD802, each such input located at its first use, exit 3).
+A case that fails is a result line like any other; only a problem of the batch
+itself (the pipeline, `--cases`, `--out`) raises. The batch-wide `limits` count what
 earlier runs of the batch spent (`--resume`) and cap every case's usage
 together (`_budget`).
 """
@@ -36,13 +38,15 @@ from ._cases import (
     CaseResult,
     Done,
     PipelineStamp,
+    cases_in,
+    cases_text,
     check_pipeline,
     check_resumable,
-    read_cases,
     read_done,
 )
 from ._options import EXECUTORS, BatchOptions
 from ._outputs import BatchReportSink, BatchSink, FolderSink, OutLinesSink
+from ._undeclared import check_cases
 
 if TYPE_CHECKING:
     from ._pipeline import Pipeline
@@ -101,7 +105,8 @@ def run_batch(
     _start_fork_server(options)  # its imports run while the cases are read
     workers = options.workers()
     sinks = _sinks(options)
-    cases = read_cases(options.cases)
+    text = cases_text(options.cases)
+    cases = cases_in(text, options.cases)
     done = read_done(options.out, options.cases) if options.resume else None
     if done is not None:
         check_resumable(done.ids, cases, options.out)
@@ -113,8 +118,14 @@ def run_batch(
     clock = SystemClock()
     options.outputs.check_otel(clock)
     stamp = _Stamp(done, options)
-    # Loads the pipeline (fails early) and hands it to `stamp`, which checks `--out`.
-    results = _executor(options, workers, todo, spent, stamp.loaded)
+
+    def loaded(pipeline: Pipeline) -> None:
+        stamp.loaded(pipeline)
+        check_cases(pipeline, todo, text)
+
+    # Loads the pipeline (fails early) and hands it to `stamp`, which checks `--out`,
+    # then checks the inputs of the cases to run against it.
+    results = _executor(options, workers, todo, spent, loaded)
     options.outputs.make_folders()
     opened: list[BatchSink] = []
     started = time.monotonic()

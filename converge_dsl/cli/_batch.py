@@ -30,7 +30,8 @@ Progress goes to standard error: a live bar on a terminal (cases done, rate,
 ETA, stop reasons), a plain line per tenth of the batch otherwise; a summary
 table at the end (`--format json`: one JSON object on standard output).
 Exit 0 when every case converged, 1 when some did not, 2/3 when the batch
-could not start (an invalid pipeline, a bad option or cases file).
+could not start (an invalid pipeline, a bad option or cases file; 3 for a case
+giving an input the pipeline does not declare, CD802, checked before any case runs).
 """
 
 from __future__ import annotations

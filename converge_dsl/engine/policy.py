@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from converge_dsl._fact_ids import id_problem, written_id
+from converge_dsl._fact_ids import id_refusal
 from converge_dsl._json_types import JsonSchema
 from converge_dsl.engine._data import KeySchemas, json_problem
 from converge_dsl.engine.types import FrozenDict, ProposedFact, canonical_json, freeze_json
@@ -67,11 +67,9 @@ class PromotionGate:
     def rejection(self, proposal: ProposedFact) -> str | None:
         """Why `proposal` is rejected, or None if it passes the automatic checks."""
         policy = self._policy
-        if not proposal.id.strip():
-            return "blank id"
-        problem = id_problem(proposal.id)
-        if problem is not None:
-            return f"id '{written_id(proposal.id)}' {problem}"
+        refused = id_refusal(proposal.id)
+        if refused is not None:
+            return refused
         text, data = proposal.content, proposal.data
         evidence = getattr(proposal, "checked", None)  # unset in an unpickled proposal
         if evidence is not None and not self._schemas.vouched(proposal.key, evidence):

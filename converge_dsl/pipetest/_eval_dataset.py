@@ -14,7 +14,6 @@ cell read as JSON when it parses and as text otherwise.
 
 from __future__ import annotations
 
-import collections
 import csv
 import io
 from dataclasses import dataclass
@@ -25,11 +24,10 @@ from converge_dsl import codes
 from converge_dsl._json_keys import DuplicateKey, unique_keys
 from converge_dsl._json_text import loads
 from converge_dsl._json_types import MAX_INPUT_DEPTH, JsonObject, JsonValue, nests_deeper
-from converge_dsl.diagnostics import Diagnostic, Severity, did_you_mean, unknown_name_hint
+from converge_dsl.diagnostics import Diagnostic, Severity, did_you_mean
 
 if TYPE_CHECKING:
-    import json
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Sequence
 
     from converge_dsl.batch import Pipeline
 
@@ -128,106 +126,50 @@ def _check_inputs(
     pipeline: Pipeline,
 ) -> None:
     """A CD802 for each input of `cases` that `pipeline` does not declare, located at its
-    first use: the key in its JSONL line, the `input.X` column of a CSV header.
+    first use: the key in its JSONL line, the `input.X` column of a CSV header (the one
+    check of `run --cases` too, `converge_dsl.batch.undeclared_inputs`).
 
     A case expecting `stop_reason: usage_error` (`refused`) may give such an input on
     purpose, unless it is a likely typo of a declared one: a typo is never meant."""
+    from converge_dsl.batch import key_at, undeclared_inputs
+
     declared = pipeline.inputs
-    first: dict[str, EvalCase] = {}
-    given: collections.Counter[str] = collections.Counter()
     typo: dict[str, bool] = {}  # by undeclared name: whether it is a likely typo (once each)
-    for case in cases:
-        for name in case.inputs:
-            if name in declared:
-                continue
-            if refused(case):
-                if name not in typo:
-                    typo[name] = bool(did_you_mean(name, declared))
-                if not typo[name]:
-                    continue
-            first.setdefault(name, case)
-            given[name] += 1
-    if not first:
-        return
-    import json
 
-    from converge_dsl.frontend import MAX_PER_CODE
+    def meant(case: EvalCase, name: str) -> bool:
+        """Whether `case` gives the undeclared input `name` on purpose."""
+        if name in declared or not refused(case):
+            return False
+        if name not in typo:
+            typo[name] = bool(did_you_mean(name, declared))
+        return not typo[name]
 
-    lines = text.splitlines()
-    listed = ", ".join(declared) or "none"
-    cells = _header_cells(lines[0]) if csv_file and lines else {}
-    decoder = json.JSONDecoder()
-    # In first-use order, which is the order they are shown in (by line, then column):
-    # past the first of those not shown, a hint ("did you mean") is never read.
-    for index, (name, case) in enumerate(first.items()):
+    lines: list[str] = []  # read once there is an input to place
+    cells: dict[str, tuple[int, int]] = {}
+
+    def place(case: EvalCase, name: str) -> tuple[str, int, int, int]:
+        if not lines:
+            lines.extend(text.splitlines() or [""])
+            cells.update(_header_cells(lines[0]) if csv_file else {})
         line = 1 if csv_file else case.line
-        source = lines[line - 1] if line <= len(lines) else ""
         if csv_file:
             start, end = cells.get(f"input.{name}", (-1, -1))
         else:
-            start, end = _key_at(source, name, decoder)
-        column, end = (start + 1, end + 1) if start >= 0 else (1, 1)
-        more = f" and {given[name] - 1:,} more" if given[name] > 1 else ""
-        shown = index <= MAX_PER_CODE
-        reader.problems.append(
-            Diagnostic(
-                codes.EVAL_UNKNOWN_NAME,
-                Severity.ERROR,
-                f"pipeline {pipeline.name!r} has no input {name!r}, given by case "
-                f"{case.name!r}{more}",
-                display,
-                line,
-                column,
-                line,
-                end,
-                (),
-                unknown_name_hint(name, declared, f"declared inputs: {listed}") if shown else None,
-            )
+            start, end = key_at(lines[line - 1] if line <= len(lines) else "", ("inputs", name))
+        return (display, line, *((start + 1, end + 1) if start >= 0 else (1, 1)))
+
+    given = ((case, name) for case in cases for name in case.inputs if not meant(case, name))
+    reader.problems.extend(
+        undeclared_inputs(
+            pipeline.name, declared, given, label=lambda case: repr(case.name), place=place
         )
+    )
 
 
 def refused(case: EvalCase) -> bool:
     """Whether `case` expects its run to be refused (`"expected": {"stop_reason":
     "usage_error"}`): its inputs may be ones the pipeline does not declare."""
     return case.expected.get("stop_reason") == "usage_error"
-
-
-# What JSON reads as whitespace between tokens (the line was read as JSON: nothing else is).
-_JSON_BLANKS = frozenset(" \t\n\r")
-
-
-def _key_at(line: str, name: str, decoder: json.JSONDecoder) -> tuple[int, int]:
-    """Where the key `name` of the `inputs` object of the JSONL `line` begins and ends,
-    its quotes included ((-1, -1): not found)."""
-
-    def skip(at: int) -> int:
-        while line[at : at + 1] in _JSON_BLANKS:
-            at += 1
-        return at
-
-    def members(at: int) -> Iterator[tuple[str, int, int, int]]:  # key, its span, its value
-        at = skip(at)
-        if line[at : at + 1] != "{":
-            return
-        at = skip(at + 1)
-        while line[at : at + 1] == '"':
-            key, after = decoder.raw_decode(line, at)
-            value = skip(skip(after) + 1)  # past the colon
-            yield key, at, after, value
-            at = skip(decoder.raw_decode(line, value)[1])
-            if line[at : at + 1] != ",":
-                return
-            at = skip(at + 1)
-
-    try:
-        for key, _, _, value in members(0):
-            if key == "inputs":
-                for given, start, end, _ in members(value):
-                    if given == name:
-                        return start, end
-    except (ValueError, RecursionError):  # the line was read as JSON: not expected
-        pass
-    return -1, -1
 
 
 def _header_cells(header: str) -> dict[str, tuple[int, int]]:

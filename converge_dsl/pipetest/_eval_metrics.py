@@ -2,7 +2,9 @@
 
 A score is 1.0 for a pass and 0.0 for a fail, or a fraction for the set
 measures (precision, recall, F1); None when the metric does not apply to the
-case (the case gives no expected value the metric compares with). `result` is
+case (the case gives no expected value the metric compares with; a `stop_reason`
+metric asking for another stop reason than `usage_error`, to a case expecting its run to
+be refused: `expected.stop_reason: usage_error`). `result` is
 a run-result document (`converge-dsl schema run-result`): facts grouped by key,
 `stop_reason`, `usage`; `seconds` the case's wall time (the `latency` measure).
 A `judge` metric is scored by its judge (`_eval_judge`), not here (None).
@@ -25,7 +27,7 @@ from converge_dsl._json_types import JsonValue
 if TYPE_CHECKING:
     from converge_dsl.sandbox import GovernedValidator
 
-from ._eval_dataset import EvalCase
+from ._eval_dataset import EvalCase, refused
 from ._eval_spec import Metric
 from ._json_equal import is_number, json_key, same_json
 
@@ -43,7 +45,9 @@ def score(
         return None
     if kind == "latency":
         return float(seconds <= float(str(spec["max_seconds"])))
-    if kind == "stop_reason":
+    if kind == "stop_reason":  # a case expecting a refusal is measured by that alone
+        if refused(case) and spec["equals"] != "usage_error":
+            return None
         return float(result.get("stop_reason") == spec["equals"])
     if kind == "usage":
         return float(_within_usage(spec, result.get("usage") or {}))

@@ -38,6 +38,7 @@ from converge_dsl._json_types import JsonObject
 from converge_dsl.clock import SystemClock
 from converge_dsl.diagnostics import location
 
+from ._eval_dataset import refused
 from ._eval_judge import JudgeOptions, Judges, Verdict
 from ._eval_metrics import field_values, score, wilson
 from ._eval_outputs import case_outputs, case_sinks, cassettes_of, evaluation_spans
@@ -232,16 +233,20 @@ _FAILED_RUNS = ("error", "invalid", "usage_error")  # the run-result's stop reas
 
 
 def _run_error(
-    body: Mapping[str, Any], expected: Collection[str] = ()
+    body: Mapping[str, Any], expected: Collection[str] = (), refusal: bool = False
 ) -> tuple[str | None, dict[str, Any] | None]:
     """Why a case's run stopped with `error` (or never started: `invalid`, `usage_error`,
     which an evaluation passed silently), from its first error diagnostic: that diagnostic
     located on one line, and its fields that are given (None, None for a run that stopped
     for another reason, or for a stop reason in `expected`: one a `stop_reason` metric of
     the evaluation asks for, so the evaluation measures it and scores it; a text and None
-    for one without such a diagnostic)."""
+    for one without such a diagnostic). A case expecting its run to be refused
+    (`refusal`: `expected.stop_reason: usage_error`) passes when it is, and fails when it
+    stops for any other reason: a run error as ever, else a text saying so."""
     stop = body.get("stop_reason")
-    if stop not in _FAILED_RUNS or stop in expected:
+    if refusal and stop not in _FAILED_RUNS:
+        return f"expected its run to be refused (usage_error); it stopped with {stop}", None
+    if stop not in _FAILED_RUNS or stop in expected or (refusal and stop == "usage_error"):
         return None, None
     for each in body.get("diagnostics") or ():
         if isinstance(each, Mapping) and each.get("severity") == "error":
@@ -375,7 +380,7 @@ def _run_one(
                 result.seconds,
                 reasons,
                 int(usage.get("model_calls", 0)),
-                *_run_error(body, expected_stops),
+                *_run_error(body, expected_stops, refused(case)),
             )
         )
     aggregates = tuple(_aggregate(m, scored, confusion[m.name]) for m in evaluation.metrics)

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from converge_dsl.agents._tools import ALL_TOOLS, ToolBox
 from converge_dsl.engine.context import Context
 from converge_dsl.engine.types import Provenance
 from converge_dsl.models.port import ToolCallPart
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _harness import Recording, compile_agents, run, scripted
 
 
 def _one(call: ToolCallPart) -> tuple[str, bool]:
@@ -48,3 +54,42 @@ def test_an_unknown_tool_is_named_before_its_arguments() -> None:
     output, is_error = _one(ToolCallPart("c", "context.purpose", {}, "not JSON"))
     assert is_error
     assert output.startswith("unknown tool 'context.purpose'; did you mean 'context.propose'?")
+
+
+_CORRECTED = """
+rules:
+  - match: {turn: 0}
+    tool_calls: [{name: context.propose, input: {id: "notes/../e1", content: good}}]
+  - match: {turn: 1}
+    tool_calls: [{name: context.propose, input: {id: e1, content: good}}]
+default: {tool_calls: [{name: finish, input: {}}]}
+"""
+
+
+def test_an_id_the_gate_would_refuse_is_a_tool_error_the_model_corrects() -> None:
+    # The tool took the id; the gate refused the fact after the agent had finished, so
+    # the model never heard why and the agent's one answer was lost.
+    from converge_dsl.engine import PromotionGate, PromotionPolicy, ProposedFact
+
+    model = Recording(scripted(_CORRECTED))
+    agent = compile_agents(
+        "  - {name: rev, kind: agent, model: main, target: evaluations, goal: Review}\n",
+        {"main": model, "cheap": model},
+    )["rev"]
+    effect = run(agent)
+    assert [(p.key, p.id) for p in effect.proposals] == [("evaluations", "e1")]
+    refused = model.requests[1].messages[-1].parts[0]
+    gate = PromotionGate(PromotionPolicy()).rejection(
+        ProposedFact("evaluations", "notes/../e1", "good", 1.0, Provenance("rev@1"))
+    )
+    assert gate == "id 'notes/../e1' has '..' as a path segment (a folder up)"
+    assert (refused.output, refused.is_error) == (f"{gate}; use another id", True)
+
+
+@pytest.mark.parametrize("given", ["  ", "a\x00b", "a\u202eb"])
+def test_every_id_the_gate_refuses_is_refused_by_the_tool(given: str) -> None:
+    output, is_error = _one(ToolCallPart("c", "context.propose", {"id": given, "content": "x"}))
+    assert is_error
+    from converge_dsl._fact_ids import id_refusal
+
+    assert output == f"{id_refusal(given)}; use another id"

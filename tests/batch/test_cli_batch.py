@@ -43,7 +43,14 @@ def test_every_case_gets_its_line_tagged_with_index_and_id(tmp_path: Path) -> No
 def test_a_failing_case_never_stops_the_others(tmp_path: Path) -> None:
     cases = write_cases(
         tmp_path / "cases.jsonl",
-        [{"word": "a"}, "not json", {"word": "boom"}, [1, 2], {"nope": 1}, {"id": 7, "word": "b"}],
+        [
+            {"word": "a"},
+            "not json",
+            {"word": "boom"},
+            [1, 2],
+            {"id": [1], "word": "c"},
+            {"id": 7, "word": "b"},
+        ],
     )
     out = tmp_path / "results.jsonl"
     code, stdout, _ = batch("--cases", str(cases), "--out", str(out), "--format", "json")
@@ -204,7 +211,7 @@ def test_a_bad_case_is_reported_at_its_line_of_the_cases_file(
     tmp_path: Path, executor: str
 ) -> None:
     cases = tmp_path / "cases.jsonl"
-    cases.write_text('{"word": "a"}\n\nnot json\n{"nope": 1}\n[1, 2]\n', encoding="utf-8")
+    cases.write_text('{"word": "a"}\n\nnot json\n{"id": [1]}\n[1, 2]\n', encoding="utf-8")
     out = tmp_path / "results.jsonl"
     code, _, _ = batch("--cases", str(cases), "--out", str(out), "--executor", executor)
     assert code == 1

@@ -354,8 +354,8 @@ def test_a_process_batch_starts_the_fork_server_before_it_reads_its_cases(
 
     order: list[str] = []
     monkeypatch.setattr(_process, "start_fork_server", lambda: order.append("fork server"))
-    read_cases = _run.read_cases
-    monkeypatch.setattr(_run, "read_cases", lambda path: order.append("cases") or read_cases(path))
+    cases_text = _run.cases_text
+    monkeypatch.setattr(_run, "cases_text", lambda path: order.append("cases") or cases_text(path))
     cases = write_cases(tmp_path / "cases.jsonl", [{"word": "tea"}])
     out = tmp_path / "out.jsonl"
     options = BatchOptions(pipeline=ECHO, cases=cases, out=out, executor="process")

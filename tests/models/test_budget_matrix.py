@@ -153,7 +153,7 @@ def test_a_batch_cap(server: FakeProviderServer, tmp_path: Path, cap: int) -> No
     suggestors = [llm("s0", "hypotheses"), llm("s1", "strategies")]
     path = pipeline(tmp_path, server, 100000, suggestors)
     cases = tmp_path / "cases.jsonl"
-    cases.write_text("".join(json.dumps({"n": i}) + "\n" for i in range(4)), encoding="utf-8")
+    cases.write_text("".join(json.dumps({"id": i}) + "\n" for i in range(4)), encoding="utf-8")
     out = tmp_path / "results.jsonl"
     argv = ["run", str(path), "--cases", str(cases), "--out", str(out), "--max-tokens", str(cap)]
     run([*argv, "--concurrency", "2"], io.StringIO(), io.StringIO())

@@ -259,3 +259,47 @@ def test_a_refusal_the_evaluation_measures_is_not_an_error(tmp_path: Path) -> No
 
     assert _run_error({"stop_reason": "invalid"}, {"invalid"}) == (None, None)
     assert _run_error({"stop_reason": "invalid"}, {"usage_error"})[0] is not None
+
+
+_PROBES = (
+    '{"name": "ok", "inputs": {"ticket": "charged twice"}, "expected": {"category": "billing"}}\n'
+    '{"name": "probe", "inputs": {"nope": "x"}, "expected": {"stop_reason": "usage_error"}}\n'
+)
+
+
+def _probes(tmp_path: Path, cases: str) -> Path:
+    """The classify evaluation over `cases`, measuring its category and that it converged."""
+    for name in ("classify.yaml", "classify.script.yaml"):
+        shutil.copy(EVAL / name, tmp_path / name)
+    (tmp_path / "cases.jsonl").write_text(cases)
+    path = tmp_path / "e.eval.yaml"
+    path.write_text(
+        "apiVersion: converge-dsl/v1\nkind: Evaluation\npipeline: classify.yaml\n"
+        "dataset: cases.jsonl\nmetrics:\n"
+        "  - name: category\n    exact: {key: labels, field: /category, expected: category}\n"
+        "  - name: converged\n    stop_reason: {equals: converged}\n    threshold: 1\n"
+    )
+    return path
+
+
+def test_a_case_expecting_a_refusal_that_gets_it_passes(tmp_path: Path) -> None:
+    # Without a `stop_reason: {equals: usage_error}` metric, the probe's refusal was a
+    # run error ("CD338: unknown input 'nope'") and failed the evaluation; the
+    # `converged` metric scored it 0 too.
+    code, out, _ = cli("eval", _probes(tmp_path, _PROBES), "--format", "json")
+    assert code == 0, out
+    result = json.loads(out)
+    probe = result["cases"][1]
+    assert (probe["stop_reason"], "error" in probe) == ("usage_error", False)
+    assert probe["scores"] == {"category": None, "converged": None}
+    assert (result["passed"], result["overall"]) == (True, 1.0)
+
+
+def test_a_case_expecting_a_refusal_that_runs_fails_the_evaluation(tmp_path: Path) -> None:
+    # It converged, no metric scored it, and the evaluation passed.
+    cases = _PROBES.replace('{"nope": "x"}', '{"ticket": "charged twice"}')
+    code, out, _ = cli("eval", _probes(tmp_path, cases))
+    assert code == 1
+    said = "probe: expected its run to be refused (usage_error); it stopped with converged"
+    assert f"errors: 1 case(s) stopped with an error:\n  {said}\n" in out
+    assert out.endswith("FAILED\n")

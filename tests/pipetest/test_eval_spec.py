@@ -390,8 +390,8 @@ def test_only_the_undeclared_inputs_shown_are_given_a_hint(
 ) -> None:
     # 100,000 lines each giving another unknown input built 100,000 hints ("did you
     # mean"), where at most 100 of a code are shown (and the first omitted named).
+    from converge_dsl.batch import _undeclared
     from converge_dsl.frontend import MAX_PER_CODE
-    from converge_dsl.pipetest import _eval_dataset
 
     asked: list[str] = []
 
@@ -399,7 +399,7 @@ def test_only_the_undeclared_inputs_shown_are_given_a_hint(
         asked.append(word)
         return otherwise
 
-    monkeypatch.setattr(_eval_dataset, "unknown_name_hint", counting)
+    monkeypatch.setattr(_undeclared, "unknown_name_hint", counting)
     text = "".join(f'{{"name": "c{i}", "inputs": {{"k{i}": 1}}}}\n' for i in range(300))
     found = _codes(_folder(tmp_path, "cases.jsonl", text))
     assert len([m for _, _, m in found if "has no input" in m]) == 300

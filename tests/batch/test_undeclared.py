@@ -1,0 +1,105 @@
+"""`run --cases`: an input the pipeline does not declare is refused before any case runs."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from converge_dsl.batch import key_at
+from converge_dsl.cli import run as cli
+
+from .conftest import ECHO, expected
+
+
+def _batch(tmp_path: Path, text: str, *args: str) -> tuple[int, str, str, Path]:
+    """Run the echo pipeline over the cases `text` from `tmp_path` (so the file is shown
+    as `cases.jsonl`); the exit code, standard output and error, and `--out`."""
+    import os
+
+    (tmp_path / "cases.jsonl").write_text(text, encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    here = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        argv = ["run", str(ECHO), "--cases", "cases.jsonl", "--out", "r.jsonl", *args]
+        code = cli(argv, out, err)
+    finally:
+        os.chdir(here)
+    return code, out.getvalue(), err.getvalue(), tmp_path / "r.jsonl"
+
+
+_CASES = (
+    '{"id": "a", "word": "tea"}\n'
+    '{"id": "b", "wrod": "milk"}\n'
+    "not json\n"
+    '{"lang": "en", "wrod": "oat"}\n'
+    '{"id": "c", "word": "x", "expected": {"stop_reason": "usage_error"}}\n'
+)
+
+
+def test_an_undeclared_input_is_one_located_error_with_a_guess(tmp_path: Path) -> None:
+    # Each case giving 'wrod' ran and failed alone at run time ("CD338: unknown input
+    # 'wrod'"), one result line a case; the others ran. Now the batch is refused as an
+    # evaluation's dataset is (CD802, each input once, at its first use), exit 3. A
+    # cases line has no `expected`: every key but `id` is an input, so a refusal
+    # cannot be opted in to, and `expected` is an undeclared input like any other.
+    code, out, err, results = _batch(tmp_path, _CASES)
+    assert (code, out) == (3, "")
+    assert err == expected("undeclared-input.txt", err)
+    assert not results.exists()
+
+
+@pytest.mark.parametrize("executor", ["local", "process"])
+def test_nothing_runs_when_a_case_gives_an_undeclared_input(tmp_path: Path, executor: str) -> None:
+    # A case that runs writes its trace (traces/<index>.jsonl) and its result line.
+    given = '{"word": "a"}\n{"wrod": "b"}\n'
+    args = ("--executor", executor, "--trace", "traces", "--format", "json")
+    code, out, _, results = _batch(tmp_path, given, *args)
+    assert code == 3
+    assert [d["code"] for d in json.loads(out)] == ["CD802"]
+    traces = tmp_path / "traces"
+    assert (results.exists(), sorted(traces.iterdir()) if traces.exists() else []) == (False, [])
+    code, _, _, results = _batch(tmp_path, given.replace("wrod", "word"), *args)
+    assert code == 0
+    assert sorted(p.name for p in traces.iterdir()) == ["0.jsonl", "1.jsonl"]
+
+
+def test_only_the_cases_left_to_run_are_checked(tmp_path: Path) -> None:
+    # --resume: a case the results file already holds is not run again, so not checked.
+    code, _, _, results = _batch(tmp_path, '{"word": "a"}\n')
+    assert code == 0
+    lines = results.read_text(encoding="utf-8")
+    code, _, err, _ = _batch(tmp_path, '{"wrod": "a"}\n{"word": "b"}\n', "--resume")
+    assert code == 0, err
+    assert results.read_text(encoding="utf-8").startswith(lines)
+
+
+def test_a_case_that_cannot_be_read_stays_its_own_result(tmp_path: Path) -> None:
+    # Not JSON, or a bad id: each is its case's usage_error line, as before.
+    code, _, _, results = _batch(tmp_path, 'not json\n{"id": [1], "wrod": 1}\n{"word": "a"}\n')
+    assert code == 1
+    stops = sorted((line["index"], line["stop_reason"]) for line in map(json.loads, results.open()))
+    assert stops == [(0, "usage_error"), (1, "usage_error"), (2, "converged")]
+
+
+@pytest.mark.parametrize(
+    ("line", "name", "found"),
+    [
+        ('{"inputs": {"a": 1, "b": 2}}', "b", '"b"'),
+        ('{ "name" :"x" ,\t"inputs" :\t{ "a" : [1, {"b": 0}] ,\r"b"\t: 2 } }', "b", '"b"'),
+        ('{"inputs": {"a\\u0062": 1, "ab": 2}}', "ab", '"a\\u0062"'),  # the first, escaped
+        ('{"expected": {"b": 1}, "inputs": {"b": 2}}', "b", '"b"'),  # not `expected`'s
+        ('{"inputs": {"a": 1}}', "b", None),
+        ('{"inputs": [1]}', "b", None),
+        ('{"inputs": {"a": 1}  ', "b", None),
+    ],
+)
+def test_the_key_of_an_input_is_found_with_its_quotes(
+    line: str, name: str, found: str | None
+) -> None:
+    """`key_at` finds where an eval dataset's JSONL line names an input (the caret of CD802)."""
+    start, end = key_at(line, ("inputs", name))
+    assert (line[start:end] if start >= 0 else None) == found
