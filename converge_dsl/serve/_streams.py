@@ -69,11 +69,11 @@ def _check_given(service: RunService, run: str, last: int) -> int:
     given = service.store.next_event(run) if live is None else live.first + len(live.records)
     if last < given:
         return last
-    held = f"numbered 0 to {given - 1}" if given else "none yet"
+    held = f"all below {given}" if given else "none yet"
     raise refused(
         400,
         codes.SERVE_EVENT_NOT_GIVEN,
-        f"Last-Event-ID {last} is no event run {run!r} has been given (its events: {held})",
+        f"Last-Event-ID {last} is past the numbers run {run!r} has given its events ({held})",
         "",
         "send the `id:` of the last event this run's stream sent, or no Last-Event-ID to "
         "read its events from the first",
