@@ -58,7 +58,7 @@ from converge_dsl.runtime import execute_all
 
 from ._errors import ServeFailed
 from ._store_events import StoredEvents
-from ._store_sql import MIGRATION, SCHEMA, SELECT, Statement, add_statements
+from ._store_sql import MIGRATION, PAUSED_SENT, SCHEMA, SELECT, Statement, add_statements
 
 STATE_FILE = "runs.sqlite3"
 # The most runs one retention transaction deletes (SQLite's limit of bound values is
@@ -446,6 +446,8 @@ class RunStore(StoredEvents):
             if ended:
                 db.execute("INSERT INTO results (run, body, at) VALUES (?, ?, ?)", (run, text, now))
             execute_all(db, journal)
+            if status == "paused":
+                db.execute(PAUSED_SENT, (run, run))
             return True
 
         return write

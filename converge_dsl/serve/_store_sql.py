@@ -84,7 +84,14 @@ DROP TABLE recoveries;
 """
 
 INSERT_EVENTS = "INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?)"
-INSERT_SENT = "INSERT OR REPLACE INTO sent (run, past) VALUES (?, ?)"
+# A mark is written only while the run may still make events: one a stream writes
+# after the run paused or ended (its events all stored then) is no mark.
+INSERT_SENT = (
+    "INSERT OR REPLACE INTO sent (run, past) SELECT ?, ? WHERE EXISTS "
+    "(SELECT 1 FROM runs WHERE id = ? AND status IN ('running', 'queued'))"
+)
+# At a pause, every event of the attempt is stored: the next numbers past them.
+PAUSED_SENT = f"UPDATE sent SET past = {stored_past_sql('?')} WHERE run = ?"
 
 # A run's result: a pause's in its row, else (an end) its first row of `results`.
 COLUMNS = (

@@ -71,3 +71,21 @@ def test_an_older_server_s_unended_runs_number_their_events_past_what_it_may_hav
     again.mark_sent("killed", 12 + OLDER_SERVER_MARGIN)
     again.close()
     assert RunStore(state).next_event("killed") == 12 + OLDER_SERVER_MARGIN
+
+
+def test_a_pause_notes_its_events_sent_exactly(tmp_path: Path) -> None:
+    """A stream notes numbers ahead of what it sends; the pause, which stores every
+    event of the attempt, brings the mark back to the number past them, and a stream
+    writing its mark after the pause writes none: the next attempt skips no number."""
+    store = RunStore(tmp_path)
+    store.add("a", "p", {}, 1.0)
+    store.start("a", 1.0)
+    store.mark_sent("a", 70)
+    assert store.next_event("a") == 70
+    events = [(n, "{}") for n in range(6)]
+    assert store.finish(
+        "a", status="paused", stop_reason="hitl_pause", body={}, events=events, now=2.0
+    )
+    assert store.next_event("a") == 6
+    store.mark_sent("a", 134)  # a stream late on the pause
+    assert store.next_event("a") == 6
