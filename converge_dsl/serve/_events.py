@@ -5,13 +5,14 @@ it keeps a compact record, cheap to make on the run's thread: the wall-clock
 time (read from `runtime.wall_clock`, as the trace writer reads it), the span of
 the suggestor the event names (its JSON made once per pipeline, with the
 `run_started` line's excerpts and kinds) and the event's own fields as JSON,
-numbered after the
-events a previous attempt of the same run stored (a run resumed after a crash
-goes on numbering), and hands it to its `LiveRun`. No trace line is built
-then: `render(seq, record)` makes the line exactly as `--trace` writes it
-(`converge_dsl.runtime.trace_line`) when someone reads it (an event stream, the
-report). The store keeps the records as they are (`RunStore.events` renders
-them); a line stored whole by an older server is read as it is.
+numbered after the events a previous attempt of the same run stored and every
+number its streams noted sent (`RunStore.next_event`: a run resumed after a crash
+goes on numbering, past the numbers of the events it lost), and hands it to its
+`LiveRun`. No trace line is built then: `render(seq, record)` makes the line
+exactly as `--trace` writes it (`converge_dsl.runtime.trace_line`) when someone
+reads it (an event stream, the report). The store keeps the records as they are
+(`RunStore.events` renders them); a line stored whole by an older server is read
+as it is.
 
 A `LiveRun` holds the records of the attempt in progress for the event
 streams, wakes the streams waiting on it (only when one waits: a run nobody

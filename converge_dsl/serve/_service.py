@@ -420,7 +420,7 @@ class RunService(StopRuns):
                 body = await self._cancelled(run, live, remote)
         except asyncio.CancelledError:
             if run not in self._cancelling:
-                flush()  # a shutdown: the run continues at the next start
+                self._store_all(run, live)  # a shutdown: the run continues at the next start
                 if remote.done():  # none of its events is lost: no recovery to note
                     with contextlib.suppress(StateError):  # else recovered as after a kill
                         self.store.requeue(run, self._now())
@@ -485,7 +485,7 @@ class RunService(StopRuns):
             end = await asyncio.shield(future)
         except asyncio.CancelledError:
             if run not in self._cancelling:
-                flush()
+                self._store_all(run, live)
                 raise  # a shutdown: the run stays running and continues at the next start
             self._cancelling.discard(run)
             self.workers.cancel(run)

@@ -103,7 +103,17 @@ class StopRuns(RunEnds):
             else:
                 cut()
             with contextlib.suppress(StateError):  # else recovered as after a kill
-                self.store.add_events(run, live.unstored())
+                self._store_all(run, live)
+
+    def _store_all(self, run: str, live: LiveRun) -> None:
+        """Store the events of `run` not stored yet, at a stop: every number its streams
+        sent is then below the number past them, noted as sent where a stream noted more
+        (`_streams.SENT_AHEAD`), so the next attempt skips none."""
+        self.store.add_events(run, live.unstored())
+        past = live.first + len(live.records)
+        if live.sent > past:  # a stream noted more
+            live.sent = past
+            self.store.mark_sent(run, past)
 
     def _answer_now(self) -> None:
         """Answer every waiter with its run as it is."""

@@ -21,7 +21,8 @@ events written since the last one, and a run's journal is deleted in the
 transaction that stores its result (or cancels it). `recover()` at start moves
 every `running` run back to `queued` (the server died under it: it continues
 from its checkpoint), deletes the events and journals of runs never stored,
-and returns the queued ones in arrival order.
+and returns the queued ones in arrival order. A state an older server made is
+taken over when opened (`_store_sql.MIGRATION`).
 
 Every call is synchronous and short (one transaction, under the store's lock:
 atomic within the process, which is the only writer of `runs`); the service
@@ -57,7 +58,7 @@ from converge_dsl.runtime import execute_all
 
 from ._errors import ServeFailed
 from ._store_events import StoredEvents
-from ._store_sql import SCHEMA, SELECT, Statement, add_statements
+from ._store_sql import MIGRATION, PAUSED_SENT, SCHEMA, SELECT, Statement, add_statements
 
 STATE_FILE = "runs.sqlite3"
 # The most runs one retention transaction deletes (SQLite's limit of bound values is
@@ -65,6 +66,7 @@ STATE_FILE = "runs.sqlite3"
 PRUNE_BATCH = 500
 # The tables holding a run's rows, and the column naming the run.
 _RUN_TABLES = ("runs.id", "events.run", "results.run", "idempotency.run", "sent.run")
+_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'"
 STATUSES = ("queued", "running", "paused", "done", "cancelled")
 FINISHED = frozenset({"done", "cancelled"})
 
@@ -104,7 +106,9 @@ class RunStore(StoredEvents):
         try:
             folder.mkdir(parents=True, exist_ok=True)
             self._db = open_wal(self.database, busy_timeout=5)
-            self._db.executescript(SCHEMA)
+            tables = {name for (name,) in self._db.execute(_TABLES)}
+            older = "runs" in tables and "sent" not in tables  # an older server's state
+            self._db.executescript(f"BEGIN IMMEDIATE;{SCHEMA}{MIGRATION if older else ''}COMMIT;")
             # arrival order: the one writer numbers its runs after the largest stored
             (last,) = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM runs").fetchone()
             self._seq = itertools.count(int(last) + 1)
@@ -442,6 +446,8 @@ class RunStore(StoredEvents):
             if ended:
                 db.execute("INSERT INTO results (run, body, at) VALUES (?, ?, ?)", (run, text, now))
             execute_all(db, journal)
+            if status == "paused":
+                db.execute(PAUSED_SENT, (run, run))
             return True
 
         return write

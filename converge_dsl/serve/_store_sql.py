@@ -52,12 +52,46 @@ CREATE TABLE IF NOT EXISTS sent (
     run TEXT PRIMARY KEY,
     past INTEGER NOT NULL
 );
--- an older server's numbers past the stored events at a restart, which it gave again
-DROP TABLE IF EXISTS recoveries;
+"""
+
+# An older server (no table `sent`) numbered an attempt's events from its stored ones
+# and sent them before it stored them: at most `_events.FLUSH_LINES` (256) records since
+# its last write of them, and the batch of a write in progress. What it may have sent of
+# a run it left unended is taken to lie below its stored events and this margin, many
+# such writes wide: the run, continued here, numbers its events past it (`MIGRATION`).
+OLDER_SERVER_MARGIN = 1 << 16
+
+
+def stored_past_sql(run: str) -> str:
+    """SQL of the number past the events stored of the run `run` names (0: none)."""
+    return (
+        "COALESCE((SELECT seq + LENGTH(line) - LENGTH(REPLACE(line, CHAR(10), '')) + 1 "
+        f"FROM events WHERE events.run = {run} ORDER BY seq DESC LIMIT 1), 0)"
+    )
+
+
+# Run once, in the transaction that makes `sent` in a state an older server made: each
+# run it left running, queued after an attempt, or continued after a restart (its rows
+# of `recoveries`, from which it gave numbers again) is marked sent up to the margin
+# past its stored events; `recoveries` goes.
+MIGRATION = f"""
+CREATE TABLE IF NOT EXISTS recoveries (run TEXT PRIMARY KEY, first_unstored INTEGER NOT NULL);
+INSERT OR REPLACE INTO sent (run, past)
+    SELECT id, {stored_past_sql("runs.id")} + {OLDER_SERVER_MARGIN} FROM runs
+    WHERE status = 'running' OR (status = 'queued' AND attempts > 0)
+    OR id IN (SELECT run FROM recoveries);
+DROP TABLE recoveries;
 """
 
 INSERT_EVENTS = "INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?)"
-INSERT_SENT = "INSERT OR REPLACE INTO sent (run, past) VALUES (?, ?)"
+# A mark is written only while the run may still make events: one a stream writes
+# after the run paused or ended (its events all stored then) is no mark.
+INSERT_SENT = (
+    "INSERT OR REPLACE INTO sent (run, past) SELECT ?, ? WHERE EXISTS "
+    "(SELECT 1 FROM runs WHERE id = ? AND status IN ('running', 'queued'))"
+)
+# At a pause, every event of the attempt is stored: the next numbers past them.
+PAUSED_SENT = f"UPDATE sent SET past = {stored_past_sql('?')} WHERE run = ?"
 
 # A run's result: a pause's in its row, else (an end) its first row of `results`.
 COLUMNS = (

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from ._events import LiveRun
     from ._service import RunService
 
+# How far past the events a stream sends it notes them sent (`_sent`): one write per
+# that many events of a followed run; a kill skips at most that many numbers more.
+SENT_AHEAD = 64
 # How long an event stream waits for news before it sends a keep-alive comment.
 KEEPALIVE_S = 15.0
 # How often an event stream looks whether a queued run has started.
@@ -58,22 +61,24 @@ def _header(request: Request) -> int:
 
 def _check_given(service: RunService, run: str, last: int) -> int:
     """Where to resume `run` for a client that has event `last`: after it, when it is
-    numbered below the number the run's next event takes (its attempt in progress
-    counted), whatever its status; else 400 (CD462).
+    below the number the run's next event takes (while an attempt is in progress, the
+    next of its records; else `next_event`: past the stored events and the number a
+    stream noted sent), whatever its status; else 400 (CD462).
 
-    A number is never given to two events: a stream notes the numbers it sends before
-    it sends them (`_sent`), and a run continued after a kill numbers its events past
-    them. A number of an event the kill lost resumes after it, at the next event kept.
+    A number is never given to two events: a stream notes a number past the ones it
+    sends before it sends them (`_sent`), and a run continued after a kill numbers its
+    events past it. A number of an event the kill lost (or one noted but never given:
+    no event lies between it and the next one) resumes after it, at the next event kept.
     """
     live = service.live(run)
     given = service.store.next_event(run) if live is None else live.first + len(live.records)
     if last < given:
         return last
-    held = f"numbered 0 to {given - 1}" if given else "none yet"
+    held = f"all below {given}" if given else "none yet"
     raise refused(
         400,
         codes.SERVE_EVENT_NOT_GIVEN,
-        f"Last-Event-ID {last} is no event run {run!r} has been given (its events: {held})",
+        f"Last-Event-ID {last} is past the numbers run {run!r} has given its events ({held})",
         "",
         "send the `id:` of the last event this run's stream sent, or no Last-Event-ID to "
         "read its events from the first",
@@ -129,7 +134,9 @@ async def event_stream(service: RunService, run: str, last: int) -> AsyncIterato
 
 def _sent(service: RunService, run: str, live: LiveRun, burst: list[tuple[int, str]]) -> None:
     """Note, before `burst` (events of the attempt in progress, maybe not stored yet) is
-    sent, the number past it, unless a stream of the attempt already did."""
+    sent, a number past it, unless one noted for the attempt already is: `SENT_AHEAD`
+    past it, so that one write covers that many events more."""
     if burst and burst[-1][0] >= live.sent:
-        service.store.mark_sent(run, burst[-1][0] + 1)
-        live.sent = burst[-1][0] + 1
+        past = burst[-1][0] + 1 + SENT_AHEAD
+        service.store.mark_sent(run, past)
+        live.sent = past

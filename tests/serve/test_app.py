@@ -108,7 +108,8 @@ def test_a_last_event_id_past_the_runs_events_is_a_400_whatever_its_status(
             (problem,) = answer.json()["errors"]
             assert problem["code"] == "CD462"
             assert problem["message"] == (
-                f"Last-Event-ID {last} is no event run {run!r} has been given (its events: {held})"
+                f"Last-Event-ID {last} is past the numbers run {run!r} has given its events "
+                f"({held})"
             )
             assert "no Last-Event-ID" in problem["hint"]
 
@@ -118,7 +119,7 @@ def test_a_last_event_id_past_the_runs_events_is_a_400_whatever_its_status(
             ids = [int(line[4:]) for line in resumed(run, 0).text.split("\n") if "id: " in line]
             last = ids[-1]
             assert resumed(run, last).text.startswith("event: end\n")
-            refused(run, last + 1, f"numbered 0 to {last}")
+            refused(run, last + 1, f"all below {last + 1}")
         running = http.post("/v1/pipelines/slow/runs").json()["id"]
         with http.stream("GET", f"/v1/runs/{running}/events") as stream:
             for line in stream.iter_lines():
@@ -126,7 +127,7 @@ def test_a_last_event_id_past_the_runs_events_is_a_400_whatever_its_status(
                     seen = int(line[4:])
                 if '"type":"model_call_started"' in line:  # its model call takes 3 s
                     break
-            refused(running, seen + 1, f"numbered 0 to {seen}")
+            refused(running, seen + 1, f"all below {seen + 1}")
         assert resumed(running, seen).text.startswith(f"id: {seen + 1}\n")
 
 

@@ -3,6 +3,7 @@ and, on a real server SIGKILLed mid-cycle, what a client reads of the run then."
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -11,8 +12,9 @@ import httpx
 import pytest
 
 from converge_dsl.serve import RunStore
+from converge_dsl.serve._events import LiveRun
 from converge_dsl.serve._requests import Refused
-from converge_dsl.serve._streams import _check_given
+from converge_dsl.serve._streams import SENT_AHEAD, _check_given, _sent
 
 from .conftest import Server
 from .test_resumption import _chain, _stream
@@ -64,6 +66,32 @@ def test_a_number_no_attempt_gave_is_still_cd462(tmp_path: Path) -> None:
         _check_given(_service(store), "r", 3)
     assert refused.value.status == 400
     assert refused.value.problems[0].code == "CD462"
+    store.close()
+
+
+def test_a_stream_notes_its_numbers_sent_once_per_sent_ahead_events(tmp_path: Path) -> None:
+    """A stream sending a run's events one at a time writes its mark once per
+    `SENT_AHEAD` events, not once per event (a commit on the event loop each); the mark
+    stays past every number sent. Before, 200 events cost 200 writes."""
+    store = RunStore(tmp_path)
+    store.add("r", "p", {}, 1.0)
+    store.start("r", 1.0)
+    marks: list[int] = []
+
+    def mark_sent(run: str, past: int) -> None:
+        marks.append(past)
+        RunStore.mark_sent(store, run, past)
+
+    service = SimpleNamespace(store=SimpleNamespace(mark_sent=mark_sent))
+    loop = asyncio.new_event_loop()
+    live = LiveRun(0, loop)
+    for seq, event in _events(range(200)):
+        _sent(service, "r", live, [(seq, event)])  # type: ignore[arg-type]
+        assert store.next_event("r") > seq
+    loop.close()
+    assert SENT_AHEAD == 64
+    assert marks == [65, 130, 195, 260]  # before the events numbered 0, 65, 130, 195
+    assert store.next_event("r") <= 200 + SENT_AHEAD
     store.close()
 
 
