@@ -211,7 +211,7 @@ def _run_one(
                 problems.append(verdict.problem)
             if verdict.score is None:
                 not_judged.append((case.name, verdict.metric))
-        for metric in evaluation.metrics:
+        for metric in evaluation.metrics if not refused(case) else ():
             _count(confusion[metric.name], metric, case.expected, body)
         usage = body.get("usage") or {}
         scored.append(
