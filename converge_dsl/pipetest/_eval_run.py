@@ -259,11 +259,13 @@ def _cases(
 
     models = dict(configuration.models) or None
     dataset = display_name(evaluation.dataset)
+    declared = evaluation.pipeline.inputs
     cases = [
         Case(
             index,
             case.name,
             dict(case.inputs),
+            _undeclared(case.inputs, declared),
             span=SourceSpan(dataset, case.line, 1, case.line, 1),
             models=models,
             budget=settings.case_budget,
@@ -276,6 +278,15 @@ def _cases(
         return cases
     check_cassettes(cases, settings.replay, option="--replay", replay=True)
     return replaying(cases, settings.replay)
+
+
+def _undeclared(inputs: Mapping[str, Any], declared: Collection[str]) -> str | None:
+    """Why a case giving an input the pipeline does not declare is refused (its run's
+    `usage_error`), without a run: only a case expecting that refusal gives one (any
+    other was refused with the dataset, CD802), and `run_cases` would refuse the whole
+    evaluation for it."""
+    unknown = next((name for name in inputs if name not in declared), None)
+    return None if unknown is None else f"unknown input {unknown!r}"
 
 
 def _results(
