@@ -10,7 +10,8 @@ Public surface:
   `keys`, `models`, `invariants` name what the pipeline declares (`declared_inputs`,
   `key_schemas`, `budget`, `document` and `env` give the rest, e.g. to a service);
   `run_many(cases, concurrency=16)` and `arun_many(...)` yield one per case in
-  input order; `outcome(inputs, meter=None, sinks=(), checkpoint=None, budget=None)`
+  input order (an input the cases give that it does not declare: `CasesRefused`
+  before any case runs); `outcome(inputs, meter=None, sinks=(), checkpoint=None, budget=None)`
   gives the `RunOutcome` (`sinks`: the run's outputs, `converge_dsl.runtime.RunSink`;
   `checkpoint`: a journal folder to write or resume, `converge_dsl.runtime.Checkpointing`;
   `budget`: the run's budget made from the pipeline's).
@@ -31,10 +32,12 @@ Public surface:
   a model declared anew for its run) and `budget` (`CaseBudget`: lower limits);
   each `CaseResult` holds its wall time (`seconds`, never in its result line).
 - `run_cases(options, cases)`: such cases on any executor (`process`, `ray` too),
-  results as they finish, with no cases or results file.
+  results as they finish, with no cases or results file (`CasesRefused` as
+  `run_many`).
 - `undeclared_inputs(pipeline, declared, given, label=, place=)`: the located CD802 of
-  each input cases give that a pipeline does not declare, before any runs (`run_batch`
-  raises `CasesRefused` with them, exit 3; an evaluation's dataset); `key_at(line, path)`:
+  each input cases give that a pipeline does not declare, before any runs (`run_batch`,
+  `run_cases` and `Pipeline.run_many` raise `CasesRefused` with them, exit 3; an
+  evaluation's dataset); `key_at(line, path)`:
   where a key of a JSONL line is.
 - `cassette_name(id, index)`, `safe_name(text)`, `check_cassettes(cases, folder, ...)`,
   `replaying(cases, folder)`: one cassette per case (`--record DIR`, `--replay DIR`;

@@ -72,8 +72,9 @@ class Pipeline:
     one) raise `UsageError`; any other problem raises its `ConvergeError`.
     `run_many(cases, concurrency=N)` yields one result per case, in the order
     of `cases` (a case that cannot run yields its `usage_error`/`error`
-    result). Close with `close()` / `await aclose()` (or a `with` block) to
-    release the shared connection pools.
+    result; an input the cases give that the pipeline does not declare raises
+    `CasesRefused` before any case runs). Close with `close()` / `await aclose()`
+    (or a `with` block) to release the shared connection pools.
     """
 
     __slots__ = (
@@ -255,7 +256,12 @@ class Pipeline:
     ) -> Iterator[RunResultDocument]:
         """Run every case (an inputs mapping), `concurrency` at a time on one event loop;
         yield the results in the order of `cases`, each as soon as it and those before it
-        are done. Not from inside a running event loop: use `arun_many` there."""
+        are done. Not from inside a running event loop: use `arun_many` there.
+
+        `cases` are read in full first: an input one gives that the pipeline does not
+        declare raises `CasesRefused` (a `PipelineInvalid`, CD802: each such input once,
+        naming the first case giving it, `#INDEX (no id)` or its `id`) from the first
+        `next`, before any case runs, as `run --cases` refuses it."""
         from ._schedule import drive
 
         _new_loop().close()  # refused inside a running loop, before anything starts
@@ -264,10 +270,14 @@ class Pipeline:
     async def arun_many(
         self, cases: Iterable[Mapping[str, Any]], *, concurrency: int = 16
     ) -> AsyncIterator[RunResultDocument]:
-        """`run_many` on the running event loop."""
+        """`run_many` on the running event loop (`CasesRefused` from the first step)."""
+        from ._cases import cases_of
         from ._schedule import ordered
+        from ._undeclared import check_cases
 
-        async for _, out in ordered(self, enumerate(cases), concurrency=concurrency):
+        given = list(cases_of(enumerate(cases)))
+        check_cases(self.name, self.inputs, given)
+        async for _, out in ordered(self, given, concurrency=concurrency):
             yield out.document
 
     async def outcome(

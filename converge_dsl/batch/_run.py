@@ -121,7 +121,7 @@ def run_batch(
 
     def loaded(pipeline: Pipeline) -> None:
         stamp.loaded(pipeline)
-        check_cases(pipeline, todo, text)
+        check_cases(pipeline.name, pipeline.inputs, todo, text)
 
     # Loads the pipeline (fails early) and hands it to `stamp`, which checks `--out`,
     # then checks the inputs of the cases to run against it.
@@ -155,8 +155,12 @@ def run_cases(options: BatchOptions, cases: list[Case]) -> Generator[CaseResult,
     """Run `cases` (made by the caller, each with its own models and budget) on the
     executor of `options` and yield each result as it finishes, with no files:
     `options.cases`, `out`, `resume` and the outputs are not read. The pipeline is
-    loaded first (an invalid one raises before any case runs); `options.limits`
-    caps the cases' usage together. Close the generator to stop early."""
+    loaded first (an invalid one raises before any case runs), then the inputs the
+    cases give are checked against it: one it does not declare raises `CasesRefused`
+    (CD802, each at its first use: a case's `span`), before any case runs, as
+    `run --cases` does (a case with a `problem` is not checked: it cannot run).
+    `options.limits` caps the cases' usage together. Close the generator to stop
+    early."""
     if options.executor not in EXECUTORS:
         raise UsageError(
             f"unknown executor {options.executor!r}",
@@ -165,11 +169,13 @@ def run_cases(options: BatchOptions, cases: list[Case]) -> Generator[CaseResult,
         )
     if cases:
         _start_fork_server(options)
-    return _executor(options, options.workers(), _cassettes(options, cases), (0, 0), _ignore)
+    todo = _cassettes(options, cases)
+    return _executor(options, options.workers(), todo, (0, 0), lambda p: _check(p, todo))
 
 
-def _ignore(pipeline: Pipeline) -> None:
-    """What `run_cases` does with the loaded pipeline: nothing (it writes no lines)."""
+def _check(pipeline: Pipeline, cases: list[Case]) -> None:
+    """What `run_cases` does with the loaded pipeline: refuse the undeclared inputs."""
+    check_cases(pipeline.name, pipeline.inputs, cases)
 
 
 class _Stamp:

@@ -1,8 +1,9 @@
 """Inputs that cases give and their pipeline does not declare, refused before any case runs.
 
 `undeclared_inputs` makes the one located diagnostic (CD802, "did you mean") of each
-such input, at its first use, for every caller that holds cases: `run --cases`
-(`check_cases`: a usage error, exit 3) and an evaluation's dataset
+such input, at its first use, for every caller that holds cases: `run --cases` and
+the Python API's batches, `Pipeline.run_many` and `run_cases` (`check_cases`: a
+usage error, `CasesRefused`, exit 3) and an evaluation's dataset
 (`converge_dsl.pipetest`, which locates an input in its own way: a JSONL line's
 `inputs` object, a CSV header's `input.X` column). Each case giving it would be
 refused alike at its run. `key_at` finds a key in a JSONL line, where its caret goes.
@@ -21,7 +22,6 @@ from converge_dsl.errors import PipelineInvalid
 
 if TYPE_CHECKING:
     from ._cases import Case
-    from ._pipeline import Pipeline
 
 __all__ = ["CasesRefused", "key_at", "undeclared_inputs"]
 
@@ -32,8 +32,9 @@ Place = tuple[str, int, int, int]
 
 
 class CasesRefused(PipelineInvalid):
-    """`run --cases`: cases that give inputs the pipeline does not declare, each input
-    located (CD802); a usage error (exit 3), raised before any case runs."""
+    """`run --cases`, `Pipeline.run_many`, `run_cases`: cases that give inputs the
+    pipeline does not declare, each input located (CD802, in `diagnostics`); a usage
+    error (exit 3), raised before any case runs."""
 
     exit_code = 3
     code = codes.EVAL_UNKNOWN_NAME
@@ -82,10 +83,15 @@ def undeclared_inputs(
     return problems
 
 
-def check_cases(pipeline: Pipeline, cases: Sequence[Case], text: str) -> None:
-    """Refuse (`CasesRefused`) the inputs `cases` give that `pipeline` does not declare,
+def check_cases(
+    pipeline: str, declared: Collection[str], cases: Sequence[Case], text: str | None = None
+) -> None:
+    """Refuse (`CasesRefused`) the inputs `cases` give that the pipeline named `pipeline`
+    does not declare (its `declared` inputs),
     each at its key on its line of the cases file, whose `text` the cases were read
-    from. A case that cannot run anyway (its `problem`) is not read."""
+    from (None: cases the API was given, each at its own `span` if it has one:
+    `Pipeline.run_many`, `run_cases`). A case that cannot run anyway (its `problem`)
+    is not read."""
     from converge_dsl._files import jsonl_lines
 
     lines: list[str] = []
@@ -94,6 +100,8 @@ def check_cases(pipeline: Pipeline, cases: Sequence[Case], text: str) -> None:
         span = case.span
         if span is None:
             return ("", 0, 0, 0)
+        if text is None:
+            return (span.file, span.line, span.column, span.end_column)
         if not lines:
             lines.extend(jsonl_lines(text))
         start, end = key_at(lines[span.line - 1], (name,))
@@ -101,7 +109,7 @@ def check_cases(pipeline: Pipeline, cases: Sequence[Case], text: str) -> None:
 
     given = ((case, name) for case in cases if case.problem is None for name in case.inputs)
     problems = undeclared_inputs(
-        pipeline.name, pipeline.inputs, given, label=lambda case: case.label, place=place
+        pipeline, declared, given, label=lambda case: case.label, place=place
     )
     if problems:
         raise CasesRefused(problems)

@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.pipetest._eval_judge import *  # noqa: F403
     from converge_dsl.pipetest._eval_outputs import *  # noqa: F403
     from converge_dsl.pipetest._eval_report import *  # noqa: F403
+    from converge_dsl.pipetest._eval_result import *  # noqa: F403
     from converge_dsl.pipetest._eval_run import *  # noqa: F403
     from converge_dsl.pipetest._eval_spec import *  # noqa: F403
     from converge_dsl.pipetest._expect import *  # noqa: F403
@@ -76,8 +77,8 @@ else:
                 "render_eval_human",
                 "render_eval_junit",
             ),
+            "converge_dsl.pipetest._eval_result": ("EvalResult",),
             "converge_dsl.pipetest._eval_run": (
-                "EvalResult",
                 "EvalSettings",
                 "run_configurations",
                 "run_eval",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ._eval_spec import DEFAULT_CONFIGURATION
 
 if TYPE_CHECKING:
-    from ._eval_run import EvalResult
+    from ._eval_result import EvalResult
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,8 @@ is unwrapped): with `verdict: score` (the default) `{"score": 0..1, "reason":
 0). Anything else is a bad verdict (CD806) and a failed call (a provider
 error, a replay or cache miss) a judge failure (CD807); either scores the case
 0 and is a diagnostic located at the metric's `judge` in the evaluation file.
+A case expecting its run to be refused (`expected.stop_reason: usage_error`) is
+not judged: no call is made for it, and no judge metric scores it.
 
 The judge models go through the model stack of runs: each is built once per
 evaluation by the models factory, behind the answer cache when the
@@ -52,7 +54,7 @@ from converge_dsl import codes
 from converge_dsl._json_text import loads
 from converge_dsl.diagnostics import Diagnostic
 
-from ._eval_dataset import EvalCase
+from ._eval_dataset import EvalCase, refused
 from ._eval_spec import EvalFile, Rubric
 
 if TYPE_CHECKING:
@@ -160,7 +162,10 @@ class Judges:
         return model
 
     async def verdicts(self, case: EvalCase, run: Mapping[str, Any]) -> dict[str, Verdict]:
-        """Every judge metric's verdict on `case`, whose run result is `run`."""
+        """Every judge metric's verdict on `case`, whose run result is `run`; none (no
+        call) for a case expecting its run to be refused: it is measured by that alone."""
+        if refused(case):
+            return {}
         return {
             rubric.metric: await self._verdict(rubric, case, run)
             for rubric in self._evaluation.rubrics.values()

@@ -2,9 +2,10 @@
 
 A score is 1.0 for a pass and 0.0 for a fail, or a fraction for the set
 measures (precision, recall, F1); None when the metric does not apply to the
-case (the case gives no expected value the metric compares with; a `stop_reason`
-metric asking for another stop reason than `usage_error`, to a case expecting its run to
-be refused: `expected.stop_reason: usage_error`). `result` is
+case (the case gives no expected value the metric compares with). A case expecting
+its run to be refused (`expected.stop_reason: usage_error`) is measured by that alone: a
+`stop_reason` metric asking for `usage_error` scores it, and no other metric applies to
+it (None: it counts toward no other mean, nor its judges). `result` is
 a run-result document (`converge-dsl schema run-result`): facts grouped by key,
 `stop_reason`, `usage`; `seconds` the case's wall time (the `latency` measure).
 A `judge` metric is scored by its judge (`_eval_judge`), not here (None).
@@ -43,11 +44,12 @@ def score(
     kind = metric.kind
     if kind == "judge":
         return None
+    if refused(case):  # measured by its refusal alone
+        asks = kind == "stop_reason" and spec["equals"] == "usage_error"
+        return float(result.get("stop_reason") == "usage_error") if asks else None
     if kind == "latency":
         return float(seconds <= float(str(spec["max_seconds"])))
-    if kind == "stop_reason":  # a case expecting a refusal is measured by that alone
-        if refused(case) and spec["equals"] != "usage_error":
-            return None
+    if kind == "stop_reason":
         return float(result.get("stop_reason") == spec["equals"])
     if kind == "usage":
         return float(_within_usage(spec, result.get("usage") or {}))

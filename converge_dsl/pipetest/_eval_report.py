@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ._eval_compare import Change
-from ._eval_run import EvalResult
+from ._eval_result import EvalResult
 
 # The judges' errors shown with their excerpt in the human output (all are in the JSON).
 SHOWN_PROBLEMS = 3

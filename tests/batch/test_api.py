@@ -70,9 +70,51 @@ def test_run_many_yields_in_input_order_when_later_cases_finish_first() -> None:
 
 def test_run_many_keeps_going_past_a_failing_case() -> None:
     pipeline = converge_dsl.load(ECHO)
-    cases = [{"word": "a"}, {"nope": 1}, {"word": "boom"}, {"word": "b"}]
+    cases: list[Any] = [{"word": "a"}, ["not", "a", "mapping"], {"word": "boom"}, {"word": "b"}]
     stops = [r.stop_reason for r in pipeline.run_many(cases, concurrency=2)]
     assert stops == ["converged", "usage_error", "error", "converged"]
+
+
+def _spied(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The inputs of every run a `Pipeline` starts from now on."""
+    started: list[object] = []
+    outcome = Pipeline.outcome
+
+    async def spy(self: Pipeline, inputs: Any = None, **options: Any) -> Any:
+        started.append(inputs)
+        return await outcome(self, inputs, **options)
+
+    monkeypatch.setattr(Pipeline, "outcome", spy)
+    return started
+
+
+def test_run_many_refuses_an_undeclared_input_before_any_case_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before, each case giving it ran and came back as its own usage_error result, the
+    # cases before and after it run (and paid for); `run --cases` refused it up front.
+    from converge_dsl.batch import CasesRefused
+
+    pipeline = converge_dsl.load(ECHO)
+    started = _spied(monkeypatch)
+    cases = [{"word": "a"}, {"wrod": "b"}, {"id": "c", "wrod": "c"}, {"id": 7, "lang": "en"}]
+    with pytest.raises(CasesRefused) as caught:
+        list(pipeline.run_many(cases, concurrency=1))
+    said = "pipeline 'echo' has no input 'wrod', given by case #1 (no id) and 1 more"
+    assert str(caught.value) == f"[CD802] {said}"
+    assert [(d.code, d.message, d.hint) for d in caught.value.diagnostics] == [
+        ("CD802", said, "did you mean 'word'?"),
+        ("CD802", "pipeline 'echo' has no input 'lang', given by case 7", "declared inputs: word"),
+    ]
+    assert caught.value.exit_code == 3
+    assert isinstance(caught.value, PipelineInvalid)  # the error root, as the CLI's
+
+    async def main() -> list[str]:
+        return [r.stop_reason async for r in pipeline.arun_many(cases, concurrency=1)]
+
+    with pytest.raises(CasesRefused):
+        asyncio.run(main())
+    assert started == []
 
 
 def test_arun_runs_concurrently_on_one_loop_with_equal_results() -> None:

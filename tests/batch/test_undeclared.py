@@ -103,3 +103,28 @@ def test_the_key_of_an_input_is_found_with_its_quotes(
     """`key_at` finds where an eval dataset's JSONL line names an input (the caret of CD802)."""
     start, end = key_at(line, ("inputs", name))
     assert (line[start:end] if start >= 0 else None) == found
+
+
+def test_run_cases_refuses_an_undeclared_input_before_any_case_runs(tmp_path: Path) -> None:
+    # Before, `run_cases` (the API's batch on any executor) ran every case, each giving
+    # such an input coming back as its own usage_error result; now it refuses them as
+    # `run --cases` does, each input at the span of the first case giving it.
+    from converge_dsl.batch import BatchOptions, Case, CasesRefused, run_cases
+    from converge_dsl.diagnostics import SourceSpan
+
+    options = BatchOptions(pipeline=ECHO, cases=ECHO, out=tmp_path / "unused")
+    cases = [
+        Case(0, "a", {"word": "tea"}),
+        Case(1, "b", {"wrod": "milk"}, span=SourceSpan("mine.csv", 3, 1, 3, 5)),
+        Case(2, "c", {"wrod": "oat"}),
+        Case(3, "d", {"nope": 1}, problem="cannot run anyway"),  # its own result
+    ]
+    with pytest.raises(CasesRefused) as caught:
+        list(run_cases(options, cases))
+    found = [(d.message, d.file, d.line, d.column, d.end_column) for d in caught.value.diagnostics]
+    assert found == [
+        ("pipeline 'echo' has no input 'wrod', given by case 'b' and 1 more", "mine.csv", 3, 1, 5)
+    ]
+    kept = [cases[0], cases[3]]
+    results = sorted(run_cases(options, kept), key=lambda r: r.index)  # as they finish
+    assert [r.stop_reason for r in results] == ["converged", "usage_error"]

@@ -355,3 +355,40 @@ def test_an_evaluation_not_traced_makes_no_span(tmp_path: Path) -> None:
     code, _, err = cli("eval", _folder(tmp_path, _SCRIPTED, _FAIR), "--otel-content")
     assert code == 3
     assert "--otel-content needs --otel" in err
+
+
+def test_a_case_expecting_a_refusal_is_neither_judged_nor_scored_by_other_metrics(
+    tmp_path: Path,
+) -> None:
+    # Before, the probe was judged (an eleventh judge call, a paid one with a real
+    # model) and scored 0 by the regex and schema metrics, which it failed for having
+    # no facts: its refusal counted against their means.
+    path = _folder(tmp_path, _SCRIPTED, _FAIR)
+    probe = '{"name": "probe", "inputs": {"nope": 1}, "expected": {"stop_reason": "usage_error"}}'
+    with (tmp_path / "tickets.jsonl").open("a", encoding="utf-8") as cases:
+        cases.write(probe + "\n")
+    text = path.read_text(encoding="utf-8") + (
+        "  - name: named\n    regex: {key: labels, field: /category, pattern: '^[a-z]+$'}\n"
+        "    threshold: 1\n"
+        "  - name: shaped\n    schema: {key: labels, schema: {type: object}}\n    threshold: 1\n"
+        "  - name: refused\n    stop_reason: {equals: usage_error}\n"
+    )
+    path.write_text(text, encoding="utf-8")
+    code, out, err = cli("eval", path, "--format", "json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["judge_usage"]["model_calls"] == 10
+    scored = result["cases"][-1]
+    assert (scored["name"], scored["stop_reason"]) == ("probe", "usage_error")
+    assert scored["scores"] == {
+        "category": None,
+        "fits": None,
+        "named": None,
+        "shaped": None,
+        "refused": 1.0,
+    }
+    assert "reasons" not in scored
+    assert "error" not in scored
+    metrics = {m["name"]: (m["mean"], m["cases"], m["passed"]) for m in result["metrics"]}
+    assert metrics["named"] == metrics["shaped"] == metrics["fits"] == (1.0, 10, True)
+    assert metrics["refused"] == (1 / 11, 11, True)  # no threshold: it measures refusals

@@ -295,6 +295,18 @@ def test_a_case_expecting_a_refusal_that_gets_it_passes(tmp_path: Path) -> None:
     assert (result["passed"], result["overall"]) == (True, 1.0)
 
 
+def test_a_case_expecting_a_refusal_is_refused_on_the_process_executor_too(
+    tmp_path: Path,
+) -> None:
+    # `run_cases` refuses an undeclared input before any case runs (as `run --cases`
+    # does): the probe giving one on purpose is refused alone, not the evaluation.
+    args = ("--format", "json", "--executor", "process")
+    code, out, err = cli("eval", _probes(tmp_path, _PROBES), *args)
+    assert code == 0, err
+    probe = json.loads(out)["cases"][1]
+    assert (probe["stop_reason"], "error" in probe) == ("usage_error", False)
+
+
 def test_a_case_expecting_a_refusal_that_runs_fails_the_evaluation(tmp_path: Path) -> None:
     # It converged, no metric scored it, and the evaluation passed.
     cases = _PROBES.replace('{"nope": "x"}', '{"ticket": "charged twice"}')
