@@ -63,7 +63,8 @@ def file_kind(path: Path) -> str | None:
         return EVALUATION
     if kind == RUN_CONFIG and path.suffix in {".yaml", ".yml"}:
         return RUN_CONFIG
-    return None if kind is _NOT_OURS or kind in OTHER_KINDS else PIPELINE
+    other = kind is _NOT_OURS or (isinstance(kind, str) and kind in OTHER_KINDS)
+    return None if other else PIPELINE
 
 
 def is_evaluation(path: Path) -> bool:
