@@ -3,9 +3,9 @@
 - `says_ours(path, kind)`: the file says it is converge-dsl's file of `kind`
   (`Pipeline`, `PipelineTest`): `validate --only-pipelines` and `test` pick
   files with it.
-- `is_pipeline(path)`, `is_pack(path)`, `is_evaluation(path)`, `is_run_config(path)`,
-  `says_pipeline(path)`: how a folder's YAML files are sorted into pipelines, pack
-  manifests, evaluation files, run configurations and other tools' files.
+- `file_kind(path)`: how `validate`, `serve` and a folder walk sort YAML files into
+  pipelines, pack manifests, evaluation files, run configurations and other tools' files
+  (`is_evaluation(path)`, `says_pipeline(path)` read it).
 """
 
 from __future__ import annotations
@@ -42,31 +42,34 @@ def _top_kind(path: Path) -> object:
 _UNREAD, _NOT_OURS = object(), object()
 
 
-def is_pack(path: Path) -> bool:
-    """A pack's manifest: a `pack.yaml` that says `kind: Pack` at the top."""
-    return path.name == "pack.yaml" and _top_kind(path) == "Pack"
+PIPELINE, PACK, EVALUATION, RUN_CONFIG = "Pipeline", "Pack", "Evaluation", "RunConfig"
+
+
+def file_kind(path: Path) -> str | None:
+    """What `validate` checks the YAML file at `path` as: `PACK` (a `pack.yaml` that says
+    `kind: Pack`), `EVALUATION` (a `*.eval.yaml`/`.yml` that says `kind: Evaluation`),
+    `RUN_CONFIG` (a `*.yaml`/`.yml` that says `kind: RunConfig`), `PIPELINE`, or None.
+
+    None only for a file that loads and is another converge-dsl kind (`kind` is one of
+    `OTHER_KINDS` at the top), or none at all: a mapping with neither `apiVersion` nor
+    `kind` (a CI workflow, an old YAML cassette). Everything else, broken files included,
+    is a pipeline. A folder's file of kind None is skipped; one named directly is checked
+    as a pipeline.
+    """
+    kind = _top_kind(path)
+    if kind == PACK and path.name == "pack.yaml":
+        return PACK
+    if kind == EVALUATION and path.name.endswith((".eval.yaml", ".eval.yml")):
+        return EVALUATION
+    if kind == RUN_CONFIG and path.suffix in {".yaml", ".yml"}:
+        return RUN_CONFIG
+    other = kind is _NOT_OURS or (isinstance(kind, str) and kind in OTHER_KINDS)
+    return None if other else PIPELINE
 
 
 def is_evaluation(path: Path) -> bool:
     """An evaluation file: a `*.eval.yaml` (or `.yml`) that says `kind: Evaluation` at the top."""
-    return path.name.endswith((".eval.yaml", ".eval.yml")) and _top_kind(path) == "Evaluation"
-
-
-def is_run_config(path: Path) -> bool:
-    """A run configuration (`run --config`): a YAML file that says `kind: RunConfig` at the top."""
-    return path.suffix in {".yaml", ".yml"} and _top_kind(path) == "RunConfig"
-
-
-def is_pipeline(path: Path) -> bool:
-    """False only for a file that loads and is another converge-dsl kind, or none at all.
-
-    Another kind: `kind` is `Evaluation`, `ModelScript`, `Pack`, `PipelineTest` or
-    `RunConfig` at the top. None at all: a mapping with neither `apiVersion` nor `kind` (a CI
-    workflow, an old YAML cassette). Everything else, broken files included, is checked as a
-    pipeline.
-    """
-    kind = _top_kind(path)
-    return kind is not _NOT_OURS and kind not in OTHER_KINDS
+    return file_kind(path) == EVALUATION
 
 
 # A line saying a file is converge-dsl's: `apiVersion: converge-dsl/...` or
@@ -106,4 +109,4 @@ def says_pipeline(path: Path) -> bool:
     all) is skipped unread by the loader; a file that cannot be read is kept, so
     `validate` reports why.
     """
-    return says_ours(path, "Pipeline") and is_pipeline(path)
+    return says_ours(path, "Pipeline") and file_kind(path) == PIPELINE

@@ -1,7 +1,8 @@
 """Which files `validate PATH...` checks, and checking them all.
 
 - `pipeline_files(paths)`: the pipeline files named by files and folders, and
-  the packs among them (a `pack.yaml` saying `kind: Pack`);
+  the packs, evaluation files and run configurations among them (`_file_kinds.file_kind`);
+- `served_pipelines(paths)`: only the pipelines among them, for `serve`;
 - `check_paths(paths)` checks them all into `CheckedFiles`: each pipeline with
   every check of `converge_dsl.validation`, each pack as `pack publish` would
   (`converge_dsl.packs.load_pack`).
@@ -15,10 +16,11 @@ from pathlib import Path
 
 from converge_dsl import codes
 from converge_dsl._file_kinds import (
-    is_evaluation,
-    is_pack,
-    is_pipeline,
-    is_run_config,
+    EVALUATION,
+    PACK,
+    PIPELINE,
+    RUN_CONFIG,
+    file_kind,
     says_pipeline,
 )
 from converge_dsl._files import display_name
@@ -30,30 +32,69 @@ from converge_dsl.validation import check_pipeline
 
 
 def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> list[Path]:
-    """The pipeline files named by `paths` (folders expanded, sorted, de-duplicated).
+    """The files `validate` checks among `paths` (folders expanded, sorted, de-duplicated).
 
-    In a folder, every `*.yaml`/`*.yml` file (recursively) is a pipeline, except
-    the files that load and say `kind: ModelScript`, `Pack` or `PipelineTest` at the top,
-    or that load as a mapping with neither `apiVersion` nor `kind`; a `pack.yaml`
-    saying `kind: Pack` is kept as a pack, a `*.eval.yaml` saying `kind:
-    Evaluation` as an evaluation file, a file saying `kind: RunConfig` as a run
-    configuration. A folder with none of them, or a path that does not exist, is a
-    `UsageError`.
+    In a folder, every `*.yaml`/`*.yml` file (recursively) whose `file_kind` is not None:
+    pipelines, and the pack manifests, evaluation files and run configurations that
+    `validate` checks as their commands read them; the files that load and say `kind:
+    ModelScript` or `PipelineTest` at the top, or that load as a mapping with neither
+    `apiVersion` nor `kind`, are skipped. A folder with none of them, or a path that does
+    not exist, is a `UsageError`.
     With `only_pipelines`, a file named directly is kept only when it says it is
     a converge-dsl pipeline (`says_pipeline`) or an evaluation file, as a pre-commit
     hook needs.
     """
+    return [path for path, _ in _files_and_kinds(paths, only_pipelines=only_pipelines)]
+
+
+def served_pipelines(paths: Sequence[str]) -> list[Path]:
+    """The pipelines among `paths` (`serve`): those `validate` checks as pipelines.
+
+    A folder's pack manifests, evaluation files and run configurations are left out, and
+    a folder holding none but those is a `UsageError`; so is one of them named directly.
+    """
     found: list[Path] = []
+    for raw in paths:
+        files = _files_and_kinds([raw])
+        if Path(raw).is_dir():
+            found.extend(path for path, kind in files if kind == PIPELINE)
+            if not any(kind == PIPELINE for _, kind in files):
+                raise UsageError(
+                    f"no pipeline files found in {raw}",
+                    hint="it holds only pack manifests, evaluation files or run configurations",
+                    code=codes.PATH_NOT_FOUND,
+                )
+            continue
+        [(path, kind)] = files
+        if kind != PIPELINE:
+            raise UsageError(
+                f"{raw} is {_NAMES[kind]}, not a pipeline",
+                hint="give pipeline files or folders holding them",
+                code=codes.PATH_NOT_FOUND,
+            )
+        found.append(path)
+    return list(dict.fromkeys(found))
+
+
+_NAMES = {
+    PACK: "a pack manifest",
+    EVALUATION: "an evaluation file",
+    RUN_CONFIG: "a run configuration",
+}
+
+
+def _files_and_kinds(
+    paths: Sequence[str], *, only_pipelines: bool = False
+) -> list[tuple[Path, str]]:
+    """`pipeline_files(paths)`, each with its kind: `file_kind`, and `PIPELINE` for a file
+    named directly that is of no kind of ours."""
+    found: list[tuple[Path, str]] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             inside = sorted(p for pattern in ("*.yaml", "*.yml") for p in path.rglob(pattern))
-            chosen = [
-                p
-                for p in inside
-                if p.is_file()
-                and (is_pipeline(p) or is_pack(p) or is_evaluation(p) or is_run_config(p))
-            ]
+            kinds = ((p, file_kind(p)) for p in inside if p.is_file())
+            chosen = [(p, kind) for p, kind in kinds if kind is not None]
             if not chosen:
                 raise UsageError(
                     f"no pipeline files found in {raw}",
@@ -63,16 +104,16 @@ def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> lis
                 )
             found.extend(chosen)
         elif path.exists():  # a FIFO or device too: its reader refuses it (CD930)
-            if not only_pipelines or says_pipeline(path) or is_evaluation(path):
-                found.append(path)
+            kind = file_kind(path) if path.is_file() else None
+            if not only_pipelines or says_pipeline(path) or kind == EVALUATION:
+                found.append((path, kind or PIPELINE))
         else:
             raise UsageError(
                 f"no such file or folder: {raw}",
                 hint="give pipeline files or folders",
                 code=codes.PATH_NOT_FOUND,
             )
-    unique: dict[Path, None] = dict.fromkeys(found)
-    return list(unique)
+    return list(dict(found).items())
 
 
 class CheckedFiles(Record):
@@ -103,22 +144,18 @@ def check_paths(
 ) -> CheckedFiles:
     """`check_pipeline` (with `roots`, in the environment `env`) on every file of
     `pipeline_files(paths, only_pipelines=...)`; raises `UsageError` as it does."""
-    files = pipeline_files(paths, only_pipelines=only_pipelines)
+    files = _files_and_kinds(paths, only_pipelines=only_pipelines)
     diagnostics: list[Diagnostic] = []
     sources: dict[str, str] = {}
-    for path in files:
+    for path, kind in files:
         name = display_name(path)
-        if not only_pipelines and is_pack(path):
-            diagnostics.extend(_pack_diagnostics(path, name))
-            with contextlib.suppress(OSError):
-                sources[name] = path.read_bytes().decode("utf-8", errors="replace")
-            continue
-        if is_evaluation(path) or is_run_config(path):
-            diagnostics.extend(
-                _evaluation_diagnostics(path, roots, env)
-                if is_evaluation(path)
-                else _run_config_diagnostics(path, env)
-            )
+        if kind != PIPELINE:
+            if kind == PACK:
+                diagnostics.extend(_pack_diagnostics(path, name))
+            elif kind == EVALUATION:
+                diagnostics.extend(_evaluation_diagnostics(path, roots, env))
+            else:
+                diagnostics.extend(_run_config_diagnostics(path, env))
             with contextlib.suppress(OSError):
                 sources[name] = path.read_bytes().decode("utf-8", errors="replace")
             continue
@@ -129,7 +166,7 @@ def check_paths(
         elif checked.diagnostics:
             with contextlib.suppress(OSError, ReadRefused):
                 sources[name] = read_bytes(path, "pipeline").decode("utf-8", errors="replace")
-    return CheckedFiles(tuple(files), tuple(best_first(diagnostics)), sources)
+    return CheckedFiles(tuple(p for p, _ in files), tuple(best_first(diagnostics)), sources)
 
 
 def _evaluation_diagnostics(

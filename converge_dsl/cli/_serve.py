@@ -1,5 +1,8 @@
 """`converge-dsl serve PIPELINE|FOLDER...`: the pipelines as an HTTP service.
 
+A folder serves the files `validate` checks as pipelines in it (`served_pipelines`):
+not its pack manifests, evaluation files or run configurations.
+
 Only reads the options and starts it: the service is `converge_dsl.serve`
 (docs/serve.md). Needs the `serve` extra; without it, a usage error says so
 (CD995), and `--mcp` the `mcp` extra (CD438). Exit codes: 0 after
@@ -192,11 +195,10 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
                 hint="pip install 'converge-dsl[serve,mcp]'",
                 code=codes.SERVE_MCP_NOT_INSTALLED,
             ) from None
-    from converge_dsl._file_kinds import is_pack
-    from converge_dsl.cli._discovery import pipeline_files
+    from converge_dsl.cli._discovery import served_pipelines
     from converge_dsl.serve import Executor, Limits, Retention, ServeOptions, serve
 
-    files = [p for p in pipeline_files(list(args.paths)) if not is_pack(p)]
+    files = served_pipelines(list(args.paths))
     options = ServeOptions(
         pipelines=files,
         host=args.host,

@@ -13,7 +13,6 @@ import enum
 import functools
 import json
 import re
-from collections.abc import Mapping
 from typing import Any, Optional, Union
 
 import attrs
@@ -67,8 +66,10 @@ def strict_converter() -> cattrs.Converter:
 
 
 def _as_sent(message: dict[str, object], kind: type[Any]) -> object:
-    """A message of a method without a type of its own, its params or result as sent."""
-    return kind(**message)
+    """A message of a method without a type of its own, its params or result as sent: null
+    when left out (JSON-RPC lets a notification or a request leave its params out), and
+    another member than the message type's (an `extra`) not read, as a typed message's."""
+    return kind(**{field.name: message.get(field.name) for field in attrs.fields(kind)})
 
 
 def _int_or_str(value: object, kind: object) -> int | str | None:
@@ -148,12 +149,15 @@ def _shortened(number: re.Match[str]) -> str:
     return f"{number[0][:10]}... ({len(number[0])} digits)"
 
 
-def params_misfit(kind: object, data: Mapping[str, object]) -> str | None:
+def params_misfit(kind: object, data: dict[str, object]) -> str | None:
     """Why the params of message `data` are not the object its method takes (`kind`, its
     message type): missing, null or another JSON value; None when they are an object (its
     fields are read by `strict_converter`) or the method takes no object. cattrs said
     "invalid value for type, expected Union @ message.params.id" of a cancel's null params:
-    a type of its own, at a field never sent."""
+    a type of its own, at a field never sent.
+
+    Params left out (JSON-RPC allows it) of a method whose object has no required field
+    (`initialized`) are that object empty: `data` gets `"params": {}`."""
     if not isinstance(kind, type) or not attrs.has(kind):
         return None
     field = attrs.fields_dict(kind).get("params")
@@ -166,6 +170,9 @@ def params_misfit(kind: object, data: Mapping[str, object]) -> str | None:
         return None
     names = [_json_name(a.name) for a in attrs.fields(params) if a.default is attrs.NOTHING]
     expected = "an object" + (f" with {' and '.join(map(repr, names))}" if names else "")
+    if "params" not in data and not names:
+        data["params"] = {}
+        return None
     if "params" not in data:
         return f"missing, expected {expected} @ message.params"
     return f"expected {expected}, not {shown(data['params'])} @ message.params"

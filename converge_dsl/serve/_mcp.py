@@ -179,22 +179,15 @@ class McpEndpoint:
             allowed_hosts=allowed if loopback else [],
         )
         self._security = security
-        self.sessions = self._session_manager()
-
-    def _session_manager(self) -> StreamableHTTPSessionManager:
-        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-
-        return StreamableHTTPSessionManager(
-            self.server,
-            stateless=True,
-            security_settings=self._security,
-            max_request_body_size=self.limits.body_cap,
-        )
+        # The SDK's transport, while the application's lifespan runs (`running`): uvicorn
+        # (`lifespan="on"`) takes no request before it starts nor after it ends.
+        self.sessions: StreamableHTTPSessionManager | None = None
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """The session manager's task group, for the application's lifespan: a new manager
         each time (the SDK's runs once), so that the application may be served again."""
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
         from sse_starlette.sse import AppStatus
 
         # The SDK's event streams (sse_starlette) all end at once while its process-wide
@@ -203,9 +196,17 @@ class McpEndpoint:
         # started after that one (`serve` called again) answered every tool call with an
         # empty event stream. This server starts with no stop of its own asked.
         AppStatus.should_exit = False
-        self.sessions = self._session_manager()
-        async with self.sessions.run():
-            yield
+        self.sessions = StreamableHTTPSessionManager(
+            self.server,
+            stateless=True,
+            security_settings=self._security,
+            max_request_body_size=self.limits.body_cap,
+        )
+        try:
+            async with self.sessions.run():
+                yield
+        finally:
+            self.sessions = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI endpoint: the token check, then the SDK's transport."""
@@ -245,6 +246,8 @@ class McpEndpoint:
 
             await Response(status_code=202)(scope, receive, send)
             return
+        if self.sessions is None:  # a fault of the application's host: a 500 (CD445)
+            raise RuntimeError("the MCP endpoint got a request outside its lifespan")
         receive = _replay(raw, receive)
         await self.sessions.handle_request(scope, receive, send)
 

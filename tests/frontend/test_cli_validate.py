@@ -99,6 +99,8 @@ def test_colour_only_when_asked() -> None:
         ("anchor.yaml", "apiVersion: converge-dsl/v1\nkind: &k Pipeline\nname: a\nbogus: 1\n"),
         ("nokind.yaml", "apiVersion: converge-dsl/v1\nname: n\nseeds: [{id: a, content: b}]\n"),
         ("broken.yaml", "kind: [Pack\n"),
+        ("listkind.yaml", "apiVersion: converge-dsl/v1\nkind: [Pipeline]\nname: l\n"),
+        ("mapkind.yaml", "apiVersion: converge-dsl/v1\nkind: {a: 1}\nname: m\n"),
     ],
 )
 def test_folder_reports_broken_pipelines_it_cannot_recognise(

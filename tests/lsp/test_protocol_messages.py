@@ -244,7 +244,11 @@ def test_a_message_that_fails_in_pyglss_own_handling_leaves_the_session_going(
         ("$/cancelRequest", None, "expected an object with 'id', not null @ message.params"),
         ("$/cancelRequest", [1], "expected an object with 'id', not [1] @ message.params"),
         ("$/cancelRequest", ..., "missing, expected an object with 'id' @ message.params"),
-        ("initialized", ..., "missing, expected an object @ message.params"),
+        (
+            "workspace/didChangeConfiguration",
+            ...,
+            "missing, expected an object with 'settings' @ message.params",
+        ),
         (
             "textDocument/didClose",
             "x.yaml",

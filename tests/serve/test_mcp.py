@@ -668,3 +668,46 @@ def test_the_application_served_again_answers_tool_calls(tmp_path: Path) -> None
                 assert _echo_status(url) == "done"
     finally:
         prepared.service.store.close()
+
+
+def test_the_mcp_extras_sse_starlette_is_one_whose_stop_flag_the_server_clears() -> None:
+    """`running` clears `AppStatus.should_exit`; sse-starlette 2.x also keeps a process-wide
+    `should_exit_event`, set on a signal stop and never cleared, so a server started after
+    one stopped by a signal answered its tool calls with streams ending early."""
+    import tomllib
+
+    from .conftest import ROOT
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    wanted = [r for r in project["optional-dependencies"]["mcp"] if r.startswith("sse-starlette")]
+    assert wanted == ["sse-starlette>=3"]
+
+
+def test_the_sdks_transport_lives_only_while_the_application_runs(tmp_path: Path) -> None:
+    """No session manager before the lifespan nor after it: a request outside it (uvicorn
+    takes none) is the service's 500 (CD445), not an answer of a manager never run."""
+    from converge_dsl.serve._app import HttpLimits, build_app
+    from converge_dsl.serve._mcp import McpEndpoint
+
+    prepared = prepare(ServeOptions([DATA / "echo.yaml"], state=tmp_path / "s"))
+    endpoint = McpEndpoint(prepared.service, None, HttpLimits(), loopback=True)
+    app = build_app(prepared.service, None, HttpLimits(), endpoint)
+
+    async def post() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:1") as c:
+            return await c.post("/mcp", json=_ECHO_CALL, headers=_ACCEPT)
+
+    async def while_running() -> bool:
+        async with endpoint.running():
+            return endpoint.sessions is not None
+
+    try:
+        assert endpoint.sessions is None
+        assert asyncio.run(while_running())
+        assert endpoint.sessions is None
+        answer = asyncio.run(post())
+    finally:
+        prepared.service.store.close()
+    assert answer.status_code == 500
+    assert answer.json()["errors"][0]["code"] == "CD445"

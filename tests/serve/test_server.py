@@ -4,6 +4,7 @@ how a served process ends on a second Ctrl-C."""
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import signal
 import sqlite3
@@ -14,12 +15,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from converge_dsl.cli import run
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.serve import ServeOptions, prepare
 from converge_dsl.serve._errors import ServeRefused
 from converge_dsl.serve._store import STATE_FILE
 
-from .conftest import DATA, Server, settled, until
+from .conftest import DATA, ROOT, Server, settled, until
 
 TOKEN = "a-secret-token-0123456789"
 
@@ -208,3 +210,57 @@ def test_a_late_second_ctrl_c_while_the_server_closes_is_no_interrupt(
     before = signal.getsignal(signal.SIGINT)
     serve(options, lambda url: os.kill(os.getpid(), signal.SIGTERM))
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def _folder_of_kinds(tmp_path: Path) -> Path:
+    """A folder holding a pipeline (echo.yaml and its script), an evaluation file, a pack
+    manifest and a run configuration, each saying its kind at the top."""
+    folder = tmp_path / "kinds"
+    (folder / "pack").mkdir(parents=True)
+    for name in ("echo.yaml", "echo.script.yaml"):
+        (folder / name).write_text((DATA / name).read_text())
+    (folder / "echo.eval.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: Evaluation\nname: e\npipeline: echo.yaml\n"
+    )
+    (folder / "pack" / "pack.yaml").write_text("apiVersion: converge-dsl/v1\nkind: Pack\n")
+    (folder / "fast.yaml").write_text("apiVersion: converge-dsl/v1\nkind: RunConfig\n")
+    return folder
+
+
+def test_a_folder_serves_only_the_files_validate_checks_as_pipelines(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    server = Server([_folder_of_kinds(tmp_path)], tmp_path / "s")
+    servers.append(server)
+    url = server.ready()
+    assert "serving 1 pipeline(s)" in "".join(server.stderr)
+    assert list(httpx.get(f"{url}/v1/pipelines").json()["pipelines"]) == ["echo"]
+
+
+def test_the_repository_pipelines_folder_is_served(tmp_path: Path, servers: list[Server]) -> None:
+    """docs/serve.md's own command: its evaluation file is not taken for a pipeline."""
+    server = Server([ROOT / "pipelines"], tmp_path / "s")
+    servers.append(server)
+    server.ready()
+    assert "serving 8 pipeline(s)" in "".join(server.stderr)
+    server.stop()
+    assert server.exit_code() == 0
+
+
+@pytest.mark.parametrize(
+    ("named", "said"),
+    [
+        ("echo.eval.yaml", "is an evaluation file, not a pipeline"),
+        ("pack/pack.yaml", "is a pack manifest, not a pipeline"),
+        ("fast.yaml", "is a run configuration, not a pipeline"),
+        ("pack", "no pipeline files found in"),
+    ],
+)
+def test_a_file_named_that_is_no_pipeline_is_a_usage_error(
+    tmp_path: Path, named: str, said: str
+) -> None:
+    path = _folder_of_kinds(tmp_path) / named
+    out, err = io.StringIO(), io.StringIO()
+    assert run(["serve", str(path), "--state", str(tmp_path / "s")], out, err) == 3
+    assert err.getvalue().startswith("error[CD334]: ")
+    assert said in err.getvalue()
