@@ -5,10 +5,12 @@ newline and tab, DEL, C1 and the bidi controls (U+202A-U+202E, U+2066-U+2069).
 `HIDDEN`, a wider one, is what a reader does not see as itself: what a fact id
 may not hold (`converge_dsl._fact_ids`) and what a message naming a key says
 how the file writes (CD250).
-`escaped(match)` is a matched character's visible escape, `\\xNN` below U+0100
-and `\\uNNNN` above: what `frontend.terminal_safe`, the pages' `page_text` and
-a location's file name (`diagnostics.one_line`) show in its place; `written(text)`
-is how a message quotes a text with such characters (a fact id, a key name).
+`escaped(match)` is a matched character's visible escape, `\\xNN` below U+0100,
+`\\uNNNN` to U+FFFF and `\\UNNNNNNNN` above (a fixed width each, as Python and YAML
+read them: `\\ue0041` would read as U+E004 and a `1`): what `frontend.terminal_safe`,
+the pages' `page_text` and a location's file name (`diagnostics.one_line`) show in its
+place; `written(text)` is how a message quotes a text with such characters (a fact id,
+a key name).
 `name_on_one_line(text)` escapes newline, tab and the backslash too, one to one:
 a name pytest shows on a report line of its own. `shell_word(text)` is `text` as
 one word a shell reads back as it is, and as safe to show: a command line the
@@ -39,7 +41,9 @@ HIDDEN = "[\x00-\x1f\x7f-\x9f\xad\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2
 def escaped(found: re.Match[str]) -> str:
     """The visible escape of the one character `found` matched."""
     code = ord(found.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def written(text: str, *, unprintable: bool = False) -> str:

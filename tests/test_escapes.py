@@ -34,6 +34,8 @@ def test_written_escapes_hidden_characters_as_the_gate_does(text: str, shown: st
         ("em\u2003space", "em\\u2003space"),
         ("a\nb", "a\\x0ab"),
         ("caf\xe9 \u0444\u0430\u0439\u043b", "caf\xe9 \u0444\u0430\u0439\u043b"),
+        # above U+FFFF, eight digits: `\ue0041` would read as U+E004 and a `1`
+        ("tag\U000e0041z", "tag\\U000e0041z"),
     ],
 )
 def test_written_with_unprintable_escapes_what_python_does_not_print(text: str, shown: str) -> None:
