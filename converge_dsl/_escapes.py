@@ -47,21 +47,29 @@ def escaped(found: re.Match[str]) -> str:
 
 
 def written(text: str, *, unprintable: bool = False) -> str:
-    """`text` as a message quotes it between single quotes, one notation for every message:
-    a backslash doubled and each `HIDDEN` character as `escaped` writes it (`\\x0a`,
-    `\\u202e`, never Python's `\\n`); with `unprintable`, each character `str.isprintable`
-    refuses (`HIDDEN`, a space that is not U+0020, an unassigned code point) too. The
-    promotion gate's reason (`converge_dsl._fact_ids.written_id`), CD272 and CD250."""
+    """`text` as a message quotes it between single quotes, one notation for every message,
+    so two texts never read alike: a backslash doubled, and each `HIDDEN` character, a
+    space that is not U+0020 (a no-break space, `\\xa0`) and the quote `'` (`\\x27`) as
+    `escaped` writes it (`\\x0a`, `\\u202e`, never Python's `\\n`); with `unprintable`,
+    each character `str.isprintable` refuses (an unassigned code point...) too. Every
+    escape is one YAML's double-quoted scalars read alike. The promotion gate's reason
+    (`converge_dsl._fact_ids.written_id`), CD272 and CD250."""
     import re
 
     doubled = text.replace("\\", "\\\\")
     if unprintable:
-        return re.sub("[^ -~]", _unprintable_escaped, doubled)
-    return re.sub(HIDDEN, escaped, doubled)
+        return re.sub("[^ -&(-~]", _unprintable_escaped, doubled)
+    return re.sub(_QUOTED_ESCAPED, escaped, doubled)
+
+
+# What `written` escapes (with the backslash, doubled): `HIDDEN`, a space that is not
+# U+0020 (`\s` reads Unicode's) and the quote that delimits it.
+_QUOTED_ESCAPED = f"{HIDDEN}|[^\\S ]|'"
 
 
 def _unprintable_escaped(found: re.Match[str]) -> str:
-    return found.group() if found.group().isprintable() else escaped(found)
+    char = found.group()
+    return char if char.isprintable() and char != "'" else escaped(found)
 
 
 def name_on_one_line(text: str) -> str:

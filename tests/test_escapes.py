@@ -18,7 +18,9 @@ from converge_dsl._fact_ids import written_id
         ("a\tb", "a\\x09b"),
         ("left\u202eright", "left\\u202eright"),
         ("back\\slash", "back\\\\slash"),
-        ("no\xa0break", "no\xa0break"),  # a no-break space is not hidden
+        ("no\xa0break", "no\\xa0break"),  # not hidden, but not a plain space either
+        ("em\u2003space", "em\\u2003space"),
+        ("it's\"\u202e", "it\\x27s\"\\u202e"),  # the quote around it, escaped
         ("plain", "plain"),
     ],
 )
@@ -31,6 +33,7 @@ def test_written_escapes_hidden_characters_as_the_gate_does(text: str, shown: st
     ("text", "shown"),
     [
         ("no\xa0break", "no\\xa0break"),
+        ("it's", "it\\x27s"),
         ("em\u2003space", "em\\u2003space"),
         ("a\nb", "a\\x0ab"),
         ("caf\xe9 \u0444\u0430\u0439\u043b", "caf\xe9 \u0444\u0430\u0439\u043b"),
