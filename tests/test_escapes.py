@@ -20,7 +20,7 @@ from converge_dsl._fact_ids import written_id
         ("back\\slash", "back\\\\slash"),
         ("no\xa0break", "no\\xa0break"),  # not hidden, but not a plain space either
         ("em\u2003space", "em\\u2003space"),
-        ("it's\"\u202e", "it\\x27s\"\\u202e"),  # the quote around it, escaped
+        ("it's\"\u202e", 'it\\x27s"\\u202e'),  # the quote around it, escaped
         ("plain", "plain"),
     ],
 )
