@@ -10,7 +10,8 @@ how the file writes (CD250).
 read them: `\\ue0041` would read as U+E004 and a `1`): what `frontend.terminal_safe`,
 the pages' `page_text` and a location's file name (`diagnostics.one_line`) show in its
 place; `written(text)` is how a message quotes a text with such characters (a fact id,
-a key name).
+a key name); `yaml_scalar(text)` is `text` as a YAML scalar reads it back (a hint's
+copyable `keys: [{name: ...}]`), double-quoted with `written`'s escapes unless plain.
 `name_on_one_line(text)` escapes newline, tab and the backslash too, one to one:
 a name pytest shows on a report line of its own. `shell_word(text)` is `text` as
 one word a shell reads back as it is, and as safe to show: a command line the
@@ -65,6 +66,23 @@ def written(text: str, *, unprintable: bool = False) -> str:
 # What `written` escapes (with the backslash, doubled): `HIDDEN`, a space that is not
 # U+0020 (`\s` reads Unicode's) and the quote that delimits it.
 _QUOTED_ESCAPED = f"{HIDDEN}|[^\\S ]|'"
+
+
+# A name YAML reads back as this very text, unquoted, in a flow mapping too: no indicator,
+# no space, nothing a reader could miss; and not a word YAML 1.1 reads as a boolean or null.
+_PLAIN = "[A-Za-z_][A-Za-z0-9_.-]*"
+_NOT_TEXT = frozenset(("y", "n", "yes", "no", "true", "false", "on", "off", "null"))
+
+
+def yaml_scalar(text: str) -> str:
+    """`text` as a YAML scalar that reads back as exactly `text`: itself when a plain
+    name, else double-quoted with `written`'s escapes (`unprintable`) and `"` as `\\"`,
+    every one an escape YAML reads (`"a\\x09b"`, `"k\\U000e0041"`)."""
+    import re
+
+    if re.fullmatch(_PLAIN, text) and text.lower() not in _NOT_TEXT:
+        return text
+    return '"' + written(text, unprintable=True).replace('"', '\\"') + '"'
 
 
 def _unprintable_escaped(found: re.Match[str]) -> str:

@@ -82,3 +82,14 @@ def test_what_the_pages_show_as_invisible_is_hidden() -> None:
         named - {0x27E8, 0x200C, 0x200D} - {c for c in named if re.fullmatch(HIDDEN, chr(c))}
     )
     assert [f"U+{code:04X}" for code in missing] == []
+
+
+@pytest.mark.parametrize(
+    "text", ["it's \\", 'say "q"', "a: b", "#c", "1", "null", "-x", "", "caf\xe9", "k\U000e0041"]
+)
+def test_a_yaml_scalar_reads_back_as_its_text(text: str) -> None:
+    import yaml
+
+    from converge_dsl._escapes import yaml_scalar
+
+    assert yaml.safe_load(f"[{{name: {yaml_scalar(text)}}}]") == [{"name": text}]

@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from converge_dsl import codes
-from converge_dsl._escapes import HIDDEN, written
+from converge_dsl._escapes import HIDDEN, written, yaml_scalar
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan, did_you_mean
 from converge_dsl.frontend._dataflow import (
     KeyRead,
@@ -180,7 +180,7 @@ def _unknown(
         f"key '{written(str(key), unprintable=True)}'",
         hint=f"did you mean '{written(guess, unprintable=True)}'?"
         if guess
-        else f"declare it: keys: [{{name: {key}}}]",
+        else f"declare it: keys: [{{name: {yaml_scalar(str(key))}}}]",
         severity=Severity.ERROR,
     )
     # a hidden character, or a space that is not U+0020 (the message shows both escaped)

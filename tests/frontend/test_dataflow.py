@@ -351,3 +351,31 @@ def test_thousands_of_reads_in_one_template_are_located_in_linear_work(
     assert found
     assert counted.calls <= 10 * many
     assert spent < 3.0  # linear work takes a tenth of it; the quadratic took 10 s and more
+
+
+@pytest.mark.parametrize(
+    ("written_in_yaml", "key"),
+    [
+        ("a\\tb", "a\tb"),
+        ("k\\U000e0041", "k\U000e0041"),  # a tag character, invisible
+        ("r\\u202el", "r\u202el"),
+        ("no\\u00a0break", "no\xa0break"),
+        ('say \\"q\\"', 'say "q"'),
+        ("true", "true"),  # a word YAML reads as a boolean
+        ("plain_key", "plain_key"),
+    ],
+)
+def test_the_hint_declaring_an_unknown_key_declares_exactly_that_key(
+    written_in_yaml: str, key: str
+) -> None:
+    """CD250's copyable `keys: [{name: ...}]` reads back, as YAML, as the key read, and
+    shows no character a reader does not see (a tab, a bidi control, a tag character)."""
+    import yaml
+
+    read = f"{{key: notes, id: x, content: \"{{{{ count('{written_in_yaml}') }}}}\"}}"
+    (found,) = _found(_rule("r", "[tickets]", None, read))
+    assert found.code == codes.UNKNOWN_READ_KEY
+    assert found.hint is not None
+    assert found.hint.isprintable()
+    declared = yaml.safe_load(found.hint.removeprefix("declare it: "))
+    assert declared == {"keys": [{"name": key}]}
