@@ -307,10 +307,15 @@ def _emits(facts: PipelineFacts) -> Iterator[tuple[str, JsonPath, str, str, str,
     """(who, path, key, id, content, data) of every fact proposed with a literal id and
     content; data is `_UNKNOWN` where an expression computes it (constant ones are read).
     A pipeline seed's are the manifest's, the values the run proposes: the text as YAML
-    gives it (a block scalar `|` keeps its last line break), never rendered."""
+    gives it (a block scalar `|` keeps its last line break), never rendered; an object
+    as content read as the run reads it (`text_and_data`: its JSON text, and the data)."""
     for seed in facts.manifest.seeds:  # as the run proposes them: never rendered
-        if isinstance(seed.content, str):
-            yield "seeds", seed.path, seed.key, seed.id, seed.content, seed.data
+        text, value = seed.content, seed.data
+        if not isinstance(text, str):  # the legacy object form: the engine only then
+            from converge_dsl.engine.types import text_and_data
+
+            text, value = text_and_data(text, value)
+        yield "seeds", seed.path, seed.key, seed.id, text, value
     for spec in facts.specs:
         data: dict[JsonPath, Any] | None = None
         for proposal in spec.proposal_specs():

@@ -275,6 +275,42 @@ def test_validate_reads_a_pipeline_seed_as_the_run_proposes_it(
         )
 
 
+OBJECT_SEEDS = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: t
+keys: [{name: notes}]
+seeds:
+  - {id: n1, key: notes, content: {a: 1}}
+  - {id: n1, key: notes, content: SECOND}
+"""
+
+
+@pytest.mark.parametrize(
+    ("second", "conflict"),
+    [
+        ("{a: 2}", True),
+        ("{a: 1}", False),
+        ("'{\"a\":1}'", True),  # the same text, but no data: the run compares the data too
+    ],
+)
+def test_validate_reads_an_object_seed_as_the_run_proposes_it(
+    tmp_path: Any, second: str, conflict: bool
+) -> None:
+    """A seed whose content is an object is proposed as its JSON text and data: validate
+    warns of two such seeds of one id (CD256) exactly when the run stops on them."""
+    from converge_dsl.cli import run
+
+    text = OBJECT_SEEDS.replace("SECOND", second)
+    found = [d.code for d in _found("", text) if d.code != codes.OBJECT_CONTENT]
+    assert found == ([codes.SAME_ID_OTHER_CONTENT] if conflict else [])
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(text, encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    run(["run", str(pipeline)], out, err)
+    assert ("CD909" in err.getvalue()) is conflict
+
+
 def test_a_rule_bounded_by_cycle_or_guarded_does_not_refire() -> None:
     bounded = _rule(
         "r", "[notes]", "cycle < 3", "{key: notes, id: \"n-{{ count('notes') }}\", content: c}"
