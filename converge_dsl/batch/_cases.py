@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from converge_dsl import codes
+from converge_dsl._escapes import written
 from converge_dsl._json_keys import DuplicateKey, unique_keys
 from converge_dsl._json_text import loads
 from converge_dsl._json_types import MAX_INPUT_DEPTH, nests_deeper
@@ -133,8 +134,11 @@ class Case:
 
     @property
     def label(self) -> str:
-        """How a message names the case: its id (`'a'`, `7`), else `#INDEX (no id)`."""
-        return repr(self.id) if self.id is not None else f"#{self.index} (no id)"
+        """How a message names the case: its id (`'a'`, quoted as `_escapes.written` quotes,
+        `7`), else `#INDEX (no id)`."""
+        if self.id is None:
+            return f"#{self.index} (no id)"
+        return f"'{written(self.id)}'" if isinstance(self.id, str) else repr(self.id)
 
 
 @dataclass(frozen=True, slots=True)

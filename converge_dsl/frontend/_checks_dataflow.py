@@ -390,14 +390,15 @@ def same_id_other_content(facts: PipelineFacts) -> Iterator[Diagnostic]:
             continue
         what = "content" if content != content_before else "data"
         line = facts.source_map.span(where).line
-        by = "twice" if other == who else f"as {other!r} does (line {line})"
+        by = "twice" if other == who else f"as '{written(other)}' does (line {line})"
         hint = f"give one of them another id, or the same content and data (line {line})"
         if what == "content" and content.rstrip("\n") == content_before.rstrip("\n"):
             longer = path if len(content) > len(content_before) else where
             hint += _line_break_note(facts.document, (*longer, "content"))
         yield facts.warning(
             codes.SAME_ID_OTHER_CONTENT,
-            f"{who!r} proposes id {item_id!r} to key {key!r} {by}, with other {what}: "
+            f"'{written(who)}' proposes id '{written(item_id)}' to key '{written(key)}' {by}, "
+            f"with other {what}: "
             "whichever comes second is a conflict that stops the run",
             (*path, "id"),
             hint=hint,

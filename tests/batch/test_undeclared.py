@@ -52,6 +52,20 @@ def test_an_undeclared_input_is_one_located_error_with_a_guess(tmp_path: Path) -
     assert not results.exists()
 
 
+def test_an_undeclared_input_and_its_case_are_quoted_as_every_message_quotes(
+    tmp_path: Path,
+) -> None:
+    """CD802 quotes the input and the case's id with `written`, as CD250 and CD272 do (a
+    quote escaped, a hidden character and a no-break space too), not with Python's repr."""
+    given = '{"id": "it\'s\\u00a0", "w\'rod\\u202e": "a"}\n'
+    code, out, _, _ = _batch(tmp_path, given, "--format", "json")
+    assert code == 3
+    (found,) = json.loads(out)
+    assert found["message"] == (
+        "pipeline 'echo' has no input 'w\\x27rod\\u202e', given by case 'it\\x27s\\xa0'"
+    )
+
+
 @pytest.mark.parametrize("executor", ["local", "process"])
 def test_nothing_runs_when_a_case_gives_an_undeclared_input(tmp_path: Path, executor: str) -> None:
     # A case that runs writes its trace (traces/<index>.jsonl) and its result line.

@@ -415,3 +415,15 @@ def test_the_hint_declaring_an_unknown_key_declares_exactly_that_key(
     assert found.hint.isprintable()
     declared = yaml.safe_load(found.hint.removeprefix("declare it: "))
     assert declared == {"keys": [{"name": key}]}
+
+
+def test_two_contents_of_one_id_are_quoted_as_every_message_quotes() -> None:
+    """CD256 quotes the suggestors, the id and the key with `written` (a quote escaped),
+    as CD250 and CD272 do, not with Python's repr (`"it's"`)."""
+    a = _rule("a", "[tickets]", None, '{key: notes, id: "n\'1", content: one}')
+    b = _rule("b", "[tickets]", None, '{key: notes, id: "n\'1", content: two}')
+    (found,) = _found(a + b)
+    assert found.code == codes.SAME_ID_OTHER_CONTENT
+    assert found.message.startswith(
+        "'b' proposes id 'n\\x271' to key 'notes' as 'a' does (line 11), with other content"
+    )
