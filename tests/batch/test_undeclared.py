@@ -91,6 +91,23 @@ def test_only_the_cases_left_to_run_are_checked(tmp_path: Path) -> None:
     assert results.read_text(encoding="utf-8").startswith(lines)
 
 
+def test_a_refused_resume_leaves_a_torn_last_line_of_out_as_it_was(tmp_path: Path) -> None:
+    # The torn last line of `--out` (a batch killed while writing it) was cut before the
+    # cases were checked: the refusal said nothing ran, yet the file had changed.
+    code, _, _, results = _batch(tmp_path, '{"word": "a"}\n')
+    assert code == 0
+    torn = results.read_bytes() + results.read_bytes()[:20]
+    results.write_bytes(torn)
+    code, _, err, _ = _batch(tmp_path, '{"word": "a"}\n{"wrod": "b"}\n', "--resume")
+    assert code == 3
+    assert "CD802" in err
+    assert results.read_bytes() == torn
+    code, _, err, _ = _batch(tmp_path, '{"word": "a"}\n{"word": "b"}\n', "--resume")
+    assert code == 0, err
+    assert results.read_bytes().startswith(torn[: torn.rindex(b"\n") + 1])
+    assert results.read_bytes().count(b"\n") == 2
+
+
 def test_a_case_that_cannot_be_read_stays_its_own_result(tmp_path: Path) -> None:
     # Not JSON, or a bad id: each is its case's usage_error line, as before.
     code, _, _, results = _batch(tmp_path, 'not json\n{"id": [1], "wrod": 1}\n{"word": "a"}\n')
