@@ -395,6 +395,8 @@ def same_id_other_content(facts: PipelineFacts) -> Iterator[Diagnostic]:
         if what == "content" and content.rstrip("\n") == content_before.rstrip("\n"):
             longer = path if len(content) > len(content_before) else where
             hint += _line_break_note(facts.document, (*longer, "content"))
+        if what == "content":
+            hint += _unrendered_note(facts, ((path, content), (where, content_before)))
         yield facts.warning(
             codes.SAME_ID_OTHER_CONTENT,
             f"'{written(who)}' proposes id '{written(item_id)}' to key '{written(key)}' {by}, "
@@ -403,6 +405,19 @@ def same_id_other_content(facts: PipelineFacts) -> Iterator[Diagnostic]:
             (*path, "id"),
             hint=hint,
         )
+
+
+def _unrendered_note(facts: PipelineFacts, emits: tuple[tuple[JsonPath, str], ...]) -> str:
+    """A note for a pipeline seed among `emits` (path, content) whose content holds
+    template syntax: the run proposes it as written, never rendered."""
+    for path, content in emits:
+        if path[0] == "seeds" and any(marker in content for marker in _MARKERS):
+            line = facts.source_map.span((*path, "content")).line
+            return (
+                f"; a pipeline seed is never rendered: its content at line {line} is proposed "
+                "as written, `{{ }}` and all (a seed suggestor's is rendered)"
+            )
+    return ""
 
 
 def _line_break_note(doc: LoadedDocument, path: JsonPath) -> str:

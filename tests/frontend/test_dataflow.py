@@ -267,6 +267,12 @@ def test_validate_reads_a_pipeline_seed_as_the_run_proposes_it(
     out, err = io.StringIO(), io.StringIO()
     run(["run", str(pipeline)], out, err)
     assert ("CD909" in err.getvalue()) is conflict
+    if conflict and "{{" in content:
+        assert found[0].hint is not None
+        assert found[0].hint.endswith(
+            "; a pipeline seed is never rendered: its content at line 8 is proposed as "
+            "written, `{{ }}` and all (a seed suggestor's is rendered)"
+        )
     if conflict and "|" in content:
         assert found[0].hint is not None
         assert found[0].hint.endswith(
