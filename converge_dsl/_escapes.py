@@ -5,10 +5,13 @@ newline and tab, DEL, C1 and the bidi controls (U+202A-U+202E, U+2066-U+2069).
 `HIDDEN`, a wider one, is what a reader does not see as itself: what a fact id
 may not hold (`converge_dsl._fact_ids`) and what a message naming a key says
 how the file writes (CD250).
-`escaped(match)` is a matched character's visible escape, `\\xNN` below U+0100
-and `\\uNNNN` above: what `frontend.terminal_safe`, the pages' `page_text` and
-a location's file name (`diagnostics.one_line`) show in its place; `written(text)`
-is how a message quotes a text with such characters (a fact id, a key name).
+`escaped(match)` is a matched character's visible escape, `\\xNN` below U+0100,
+`\\uNNNN` to U+FFFF and `\\UNNNNNNNN` above (a fixed width each, as Python and YAML
+read them: `\\ue0041` would read as U+E004 and a `1`): what `frontend.terminal_safe`,
+the pages' `page_text` and a location's file name (`diagnostics.one_line`) show in its
+place; `written(text)` is how a message quotes a text with such characters (a fact id,
+a key name); `yaml_scalar(text)` is `text` as a YAML scalar reads it back (a hint's
+copyable `keys: [{name: ...}]`), double-quoted with `written`'s escapes unless plain.
 `name_on_one_line(text)` escapes newline, tab and the backslash too, one to one:
 a name pytest shows on a report line of its own. `shell_word(text)` is `text` as
 one word a shell reads back as it is, and as safe to show: a command line the
@@ -39,25 +42,52 @@ HIDDEN = "[\x00-\x1f\x7f-\x9f\xad\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2
 def escaped(found: re.Match[str]) -> str:
     """The visible escape of the one character `found` matched."""
     code = ord(found.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def written(text: str, *, unprintable: bool = False) -> str:
-    """`text` as a message quotes it between single quotes, one notation for every message:
-    a backslash doubled and each `HIDDEN` character as `escaped` writes it (`\\x0a`,
-    `\\u202e`, never Python's `\\n`); with `unprintable`, each character `str.isprintable`
-    refuses (`HIDDEN`, a space that is not U+0020, an unassigned code point) too. The
-    promotion gate's reason (`converge_dsl._fact_ids.written_id`), CD272 and CD250."""
+    """`text` as a message quotes it between single quotes, one notation for every message,
+    so two texts never read alike: a backslash doubled, and each `HIDDEN` character, a
+    space that is not U+0020 (a no-break space, `\\xa0`) and the quote `'` (`\\x27`) as
+    `escaped` writes it (`\\x0a`, `\\u202e`, never Python's `\\n`); with `unprintable`,
+    each character `str.isprintable` refuses (an unassigned code point...) too. Every
+    escape is one YAML's double-quoted scalars read alike. The promotion gate's reason
+    (`converge_dsl._fact_ids.written_id`), CD272 and CD250."""
     import re
 
     doubled = text.replace("\\", "\\\\")
     if unprintable:
-        return re.sub("[^ -~]", _unprintable_escaped, doubled)
-    return re.sub(HIDDEN, escaped, doubled)
+        return re.sub("[^ -&(-~]", _unprintable_escaped, doubled)
+    return re.sub(_QUOTED_ESCAPED, escaped, doubled)
+
+
+# What `written` escapes (with the backslash, doubled): `HIDDEN`, a space that is not
+# U+0020 (`\s` reads Unicode's) and the quote that delimits it.
+_QUOTED_ESCAPED = f"{HIDDEN}|[^\\S ]|'"
+
+
+# A name YAML reads back as this very text, unquoted, in a flow mapping too: no indicator,
+# no space, nothing a reader could miss; and not a word YAML 1.1 reads as a boolean or null.
+_PLAIN = "[A-Za-z_][A-Za-z0-9_.-]*"
+_NOT_TEXT = frozenset(("y", "n", "yes", "no", "true", "false", "on", "off", "null"))
+
+
+def yaml_scalar(text: str) -> str:
+    """`text` as a YAML scalar that reads back as exactly `text`: itself when a plain
+    name, else double-quoted with `written`'s escapes (`unprintable`) and `"` as `\\"`,
+    every one an escape YAML reads (`"a\\x09b"`, `"k\\U000e0041"`)."""
+    import re
+
+    if re.fullmatch(_PLAIN, text) and text.lower() not in _NOT_TEXT:
+        return text
+    return '"' + written(text, unprintable=True).replace('"', '\\"') + '"'
 
 
 def _unprintable_escaped(found: re.Match[str]) -> str:
-    return found.group() if found.group().isprintable() else escaped(found)
+    char = found.group()
+    return char if char.isprintable() and char != "'" else escaped(found)
 
 
 def name_on_one_line(text: str) -> str:

@@ -4,11 +4,12 @@ message quotes a text holding them."""
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 
 from converge_dsl._escapes import HIDDEN, written
-from converge_dsl._fact_ids import written_id
+from converge_dsl._fact_ids import id_refusal
 
 
 @pytest.mark.parametrize(
@@ -18,22 +19,28 @@ from converge_dsl._fact_ids import written_id
         ("a\tb", "a\\x09b"),
         ("left\u202eright", "left\\u202eright"),
         ("back\\slash", "back\\\\slash"),
-        ("no\xa0break", "no\xa0break"),  # a no-break space is not hidden
+        ("no\xa0break", "no\\xa0break"),  # not hidden, but not a plain space either
+        ("em\u2003space", "em\\u2003space"),
+        ("it's\"\u202e", 'it\\x27s"\\u202e'),  # the quote around it, escaped
         ("plain", "plain"),
     ],
 )
 def test_written_escapes_hidden_characters_as_the_gate_does(text: str, shown: str) -> None:
     assert written(text) == shown
-    assert written_id(text) == shown  # the promotion gate's reason quotes ids so
+    refusal = id_refusal(text)  # the promotion gate's reason quotes a refused id so
+    assert refusal is None or refusal.startswith(f"id '{shown}' ")
 
 
 @pytest.mark.parametrize(
     ("text", "shown"),
     [
         ("no\xa0break", "no\\xa0break"),
+        ("it's", "it\\x27s"),
         ("em\u2003space", "em\\u2003space"),
         ("a\nb", "a\\x0ab"),
         ("caf\xe9 \u0444\u0430\u0439\u043b", "caf\xe9 \u0444\u0430\u0439\u043b"),
+        # above U+FFFF, eight digits: `\ue0041` would read as U+E004 and a `1`
+        ("tag\U000e0041z", "tag\\U000e0041z"),
     ],
 )
 def test_written_with_unprintable_escapes_what_python_does_not_print(text: str, shown: str) -> None:
@@ -42,8 +49,8 @@ def test_written_with_unprintable_escapes_what_python_does_not_print(text: str, 
 
 def test_every_hidden_character_is_unprintable() -> None:
     """`written(..., unprintable=True)` escapes a superset of `HIDDEN`."""
-    hidden = [chr(c) for c in range(0x3000) if re.fullmatch(HIDDEN, chr(c))]
-    assert hidden
+    hidden = re.findall(HIDDEN, "".join(map(chr, range(sys.maxunicode + 1))))
+    assert "\ufeff" in hidden
     assert not any(char.isprintable() for char in hidden)
 
 
@@ -77,3 +84,14 @@ def test_what_the_pages_show_as_invisible_is_hidden() -> None:
         named - {0x27E8, 0x200C, 0x200D} - {c for c in named if re.fullmatch(HIDDEN, chr(c))}
     )
     assert [f"U+{code:04X}" for code in missing] == []
+
+
+@pytest.mark.parametrize(
+    "text", ["it's \\", 'say "q"', "a: b", "#c", "1", "null", "-x", "", "caf\xe9", "k\U000e0041"]
+)
+def test_a_yaml_scalar_reads_back_as_its_text(text: str) -> None:
+    import yaml
+
+    from converge_dsl._escapes import yaml_scalar
+
+    assert yaml.safe_load(f"[{{name: {yaml_scalar(text)}}}]") == [{"name": text}]

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from converge_dsl import codes
+from converge_dsl._escapes import written
 from converge_dsl._json_keys import DuplicateKey, unique_keys
 from converge_dsl._json_text import loads
 from converge_dsl._json_types import MAX_INPUT_DEPTH, nests_deeper
@@ -133,8 +134,11 @@ class Case:
 
     @property
     def label(self) -> str:
-        """How a message names the case: its id (`'a'`, `7`), else `#INDEX (no id)`."""
-        return repr(self.id) if self.id is not None else f"#{self.index} (no id)"
+        """How a message names the case: its id (`'a'`, quoted as `_escapes.written` quotes,
+        `7`), else `#INDEX (no id)`."""
+        if self.id is None:
+            return f"#{self.index} (no id)"
+        return f"'{written(self.id)}'" if isinstance(self.id, str) else repr(self.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,24 +286,30 @@ class Done:
     model_calls: int = 0
     tokens: int = 0
     pipelines: dict[PipelineStamp, int] = field(default_factory=dict)
+    # A last line without its newline (a batch killed while writing it): where the
+    # complete lines end and the file's size then, for `cut_torn`; None: no such line.
+    torn: tuple[int, int] | None = None
 
 
-def read_done(path: Path, cases: Path | None = None) -> Done:
+def read_done(path: Path, cases: Path | None = None, *, cut: bool = True) -> Done:
     """The cases `path` (a results file) already holds, and their usage.
 
     Before a byte changes, `path` must be a results file this command wrote
     (`converge_dsl._files.open_ours`: not a link, one hard link, a result
     line first) and not the cases file `cases`; then every complete line must
     be a result line. Only then is a last line without its newline (a batch
-    killed while writing it) cut from the file, so appending continues on a
-    line of its own. A missing file holds nothing. A refusal is a `UsageError`.
+    killed while writing it) cut from the file (`cut_torn`), so appending
+    continues on a line of its own; with `cut` false it is only noted
+    (`Done.torn`), for the batch to cut once every check of it has passed (a
+    refused batch leaves `path` as it was). A missing file holds nothing. A
+    refusal is a `UsageError`.
     """
     from converge_dsl._files import open_ours, same_file
 
     fd = open_ours(path, "--out", "results file", recognise=recognise)
     if fd is None:
         return Done()
-    with os.fdopen(fd, "r+b") as handle:
+    with os.fdopen(fd, "rb") as handle:
         if cases is not None and same_file(path, cases):
             raise UsageError(
                 f"--out {path} is the cases file; it is not changed",
@@ -312,14 +322,38 @@ def read_done(path: Path, cases: Path | None = None) -> Done:
             raise UsageError(
                 f"cannot read --out {path}: {exc.strerror}", code=codes.FILE_UNREADABLE
             ) from None
-        end = data.rfind(b"\n") + 1
-        done = _done(data[:end], path)
-        if end < len(data):
-            if not LINE_START.startswith(data[end:]) and not recognise(data[end:]):
-                raise _not_results(path, data.count(b"\n") + 1)  # a foreign last line
-            handle.truncate(end)
-            os.fsync(fd)
+    end = data.rfind(b"\n") + 1
+    done = _done(data[:end], path)
+    if end < len(data):
+        if not LINE_START.startswith(data[end:]) and not recognise(data[end:]):
+            raise _not_results(path, data.count(b"\n") + 1)  # a foreign last line
+        done.torn = (end, len(data))
+        if cut:
+            cut_torn(path, done)
     return done
+
+
+def cut_torn(path: Path, done: Done) -> None:
+    """Cut from `path` the last line without its newline that `read_done` found in it
+    (`done.torn`), so appending continues on a line of its own; refused (`UsageError`)
+    when `path` has changed since."""
+    if done.torn is None:
+        return
+    from converge_dsl._files import open_ours
+
+    end, size = done.torn
+    fd = open_ours(path, "--out", "results file", recognise=recognise)
+    if fd is None or os.fstat(fd).st_size != size:
+        if fd is not None:
+            os.close(fd)
+        raise UsageError(
+            f"--out {path} changed while the batch started; it is not changed",
+            hint="run the batch again",
+            code=codes.OUTPUT_REFUSED,
+        )
+    with os.fdopen(fd, "r+b") as handle:
+        handle.truncate(end)
+        os.fsync(fd)
 
 
 def _not_results(path: Path, number: int) -> UsageError:

@@ -16,6 +16,8 @@ pipeline is loaded and before any case runs, `--resume` refuses an `--out`
 holding lines of another pipeline (`_cases.check_pipeline`, CD321), and the
 cases to run are refused when they give an input the pipeline does not declare
 (`_undeclared.check_cases`: CD802, each such input located at its first use, exit 3).
+Only then is a torn last line of `--out` cut (`_cases.cut_torn`): a refused batch
+leaves `--out` as it was.
 A case that fails is a result line like any other; only a problem of the batch
 itself (the pipeline, `--cases`, `--out`) raises. The batch-wide `limits` count what
 earlier runs of the batch spent (`--resume`) and cap every case's usage
@@ -42,6 +44,7 @@ from ._cases import (
     cases_text,
     check_pipeline,
     check_resumable,
+    cut_torn,
     read_done,
 )
 from ._options import EXECUTORS, BatchOptions
@@ -107,7 +110,7 @@ def run_batch(
     sinks = _sinks(options)
     text = cases_text(options.cases)
     cases = cases_in(text, options.cases)
-    done = read_done(options.out, options.cases) if options.resume else None
+    done = read_done(options.out, options.cases, cut=False) if options.resume else None
     if done is not None:
         check_resumable(done.ids, cases, options.out)
     todo = _cassettes(
@@ -122,9 +125,12 @@ def run_batch(
     def loaded(pipeline: Pipeline) -> None:
         stamp.loaded(pipeline)
         check_cases(pipeline.name, pipeline.inputs, todo, text)
+        if done is not None:  # every check passed: `--out` changes only now
+            cut_torn(options.out, done)
 
     # Loads the pipeline (fails early) and hands it to `stamp`, which checks `--out`,
-    # then checks the inputs of the cases to run against it.
+    # then checks the inputs of the cases to run against it, then cuts a torn last
+    # line of `--out` (`--resume`).
     results = _executor(options, workers, todo, spent, loaded)
     options.outputs.make_folders()
     opened: list[BatchSink] = []

@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from converge_dsl import codes
+from converge_dsl._escapes import written
 from converge_dsl.diagnostics import Diagnostic, Severity, unknown_name_hint
 from converge_dsl.errors import PipelineInvalid
 
@@ -70,7 +71,8 @@ def undeclared_inputs(
             Diagnostic(
                 codes.EVAL_UNKNOWN_NAME,
                 Severity.ERROR,
-                f"pipeline {pipeline!r} has no input {name!r}, given by case {label(case)}{more}",
+                f"pipeline '{written(pipeline)}' has no input '{written(name)}', given by case "
+                f"{label(case)}{more}",
                 file,
                 line,
                 column,

@@ -175,18 +175,6 @@ def render_value(value: Any, scope: dict[str, Any], name: str, cycle: int) -> An
     return value
 
 
-def text_and_data(content: Any, data: Any) -> tuple[str, Any]:
-    """A fact's content as text, and its data.
-
-    Content is text for people and prompts. An object given as content (the
-    legacy form) becomes the data when no data is given, and its canonical JSON
-    text the content.
-    """
-    if isinstance(content, str):
-        return content, data
-    return canonical_json(content), content if data is None else data
-
-
 def render_confidence(value: Any, scope: dict[str, Any], name: str, cycle: int) -> float:
     """A confidence is a number or a template rendering to one."""
     if not isinstance(value, CompiledTemplate):

@@ -25,6 +25,7 @@ from converge_dsl.engine.types import (
     ProposedFact,
     Provenance,
     freeze_json,
+    text_and_data,
 )
 from converge_dsl.frontend import ProposalSpec, RuleSpec, SeedSpec
 
@@ -34,7 +35,6 @@ from ._common import (
     compile_value,
     render_confidence,
     render_value,
-    text_and_data,
 )
 from ._context import CompileContext, RunParts
 from ._template import CompiledExpression, CompiledTemplate

@@ -46,6 +46,7 @@ from converge_dsl.engine.types import (
     ContextView,
     ProposedFact,
     Provenance,
+    text_and_data,
 )
 from converge_dsl.frontend import LlmOutput, LlmSpec
 from converge_dsl.models import Metered, metered_call
@@ -70,7 +71,6 @@ from ._common import (
     compile_value,
     render_confidence,
     render_value,
-    text_and_data,
 )
 from ._context import CompileContext, RunParts, UsageRecorder
 from ._scope import with_item

@@ -23,7 +23,7 @@ from converge_dsl import codes
 from converge_dsl._json_types import JsonObject, JsonSchema, JsonValue
 from converge_dsl.diagnostics import Diagnostic, unknown_name_hint
 from converge_dsl.engine import Budget, OnError, PromotionPolicy
-from converge_dsl.engine.types import ProposedFact, Provenance
+from converge_dsl.engine.types import ProposedFact, Provenance, text_and_data
 from converge_dsl.errors import PipelineInvalid, UsageError
 from converge_dsl.frontend import (
     BudgetSpec,
@@ -37,8 +37,6 @@ from converge_dsl.frontend import (
 )
 from converge_dsl.keys import BUILTIN_KEYS
 from converge_dsl.sandbox import meta_error, size_problems
-
-from ._common import text_and_data
 
 _T = TypeVar("_T")
 

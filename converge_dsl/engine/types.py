@@ -152,6 +152,19 @@ def canonical_json(value: Any) -> str:
         return text
 
 
+def text_and_data(content: Any, data: Any) -> tuple[str, Any]:
+    """A fact's content as text, and its data.
+
+    Content is text for people and prompts. An object given as content (the
+    legacy form) becomes the data when no data is given, and its canonical JSON
+    text the content: what a suggestor and a pipeline seed propose, and what
+    `validate` compares two seeds of one id by (CD256).
+    """
+    if isinstance(content, str):
+        return content, data
+    return canonical_json(content), content if data is None else data
+
+
 def _legacy_text(value: Any) -> str:
     """The text of a legacy structured content: canonical JSON, or its repr if not JSON."""
     try:

@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from converge_dsl import codes
-from converge_dsl._escapes import HIDDEN, written
+from converge_dsl._escapes import HIDDEN, written, yaml_scalar
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan, did_you_mean
 from converge_dsl.frontend._dataflow import (
     KeyRead,
@@ -180,7 +180,7 @@ def _unknown(
         f"key '{written(str(key), unprintable=True)}'",
         hint=f"did you mean '{written(guess, unprintable=True)}'?"
         if guess
-        else f"declare it: keys: [{{name: {key}}}]",
+        else f"declare it: keys: [{{name: {yaml_scalar(str(key))}}}]",
         severity=Severity.ERROR,
     )
     # a hidden character, or a space that is not U+0020 (the message shows both escaped)
@@ -307,10 +307,15 @@ def _emits(facts: PipelineFacts) -> Iterator[tuple[str, JsonPath, str, str, str,
     """(who, path, key, id, content, data) of every fact proposed with a literal id and
     content; data is `_UNKNOWN` where an expression computes it (constant ones are read).
     A pipeline seed's are the manifest's, the values the run proposes: the text as YAML
-    gives it (a block scalar `|` keeps its last line break), never rendered."""
+    gives it (a block scalar `|` keeps its last line break), never rendered; an object
+    as content read as the run reads it (`text_and_data`: its JSON text, and the data)."""
     for seed in facts.manifest.seeds:  # as the run proposes them: never rendered
-        if isinstance(seed.content, str):
-            yield "seeds", seed.path, seed.key, seed.id, seed.content, seed.data
+        text, value = seed.content, seed.data
+        if not isinstance(text, str):  # the legacy object form: the engine only then
+            from converge_dsl.engine.types import text_and_data
+
+            text, value = text_and_data(text, value)
+        yield "seeds", seed.path, seed.key, seed.id, text, value
     for spec in facts.specs:
         data: dict[JsonPath, Any] | None = None
         for proposal in spec.proposal_specs():
@@ -385,18 +390,34 @@ def same_id_other_content(facts: PipelineFacts) -> Iterator[Diagnostic]:
             continue
         what = "content" if content != content_before else "data"
         line = facts.source_map.span(where).line
-        by = "twice" if other == who else f"as {other!r} does (line {line})"
+        by = "twice" if other == who else f"as '{written(other)}' does (line {line})"
         hint = f"give one of them another id, or the same content and data (line {line})"
         if what == "content" and content.rstrip("\n") == content_before.rstrip("\n"):
             longer = path if len(content) > len(content_before) else where
             hint += _line_break_note(facts.document, (*longer, "content"))
+        if what == "content":
+            hint += _unrendered_note(facts, ((path, content), (where, content_before)))
         yield facts.warning(
             codes.SAME_ID_OTHER_CONTENT,
-            f"{who!r} proposes id {item_id!r} to key {key!r} {by}, with other {what}: "
+            f"'{written(who)}' proposes id '{written(item_id)}' to key '{written(key)}' {by}, "
+            f"with other {what}: "
             "whichever comes second is a conflict that stops the run",
             (*path, "id"),
             hint=hint,
         )
+
+
+def _unrendered_note(facts: PipelineFacts, emits: tuple[tuple[JsonPath, str], ...]) -> str:
+    """A note for a pipeline seed among `emits` (path, content) whose content holds
+    template syntax: the run proposes it as written, never rendered."""
+    for path, content in emits:
+        if path[0] == "seeds" and any(marker in content for marker in _MARKERS):
+            line = facts.source_map.span((*path, "content")).line
+            return (
+                f"; a pipeline seed is never rendered: its content at line {line} is proposed "
+                "as written, `{{ }}` and all (a seed suggestor's is rendered)"
+            )
+    return ""
 
 
 def _line_break_note(doc: LoadedDocument, path: JsonPath) -> str:

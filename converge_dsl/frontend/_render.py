@@ -9,7 +9,8 @@
   the file name of the `-->` line has its newlines and tabs escaped too (`\n`,
   `diagnostics.one_line`), so a location is always one line.
   The excerpt comes from the text the caller gives for a file, else from the
-  file itself (`SourceTexts`: read once, on first use; unreadable, no excerpt).
+  file itself (`SourceTexts`: read once, on first use; unreadable, no excerpt),
+  its lines counted as the file's reader counted them (`source_lines`).
   A diagnostic whose `excerpt` is false is shown without one (its file may not
   be quoted).
 - `render_json`: a list of objects with exactly the keys of `Diagnostic.as_json`
@@ -68,8 +69,31 @@ class SourceTexts(Mapping[str, str]):
         """The lines of `file` (empty when it has no text), split once per file."""
         found = self._lines.get(file)
         if found is None:
-            found = self._lines[file] = self[file].splitlines() if file in self else []
+            found = self._lines[file] = source_lines(file, self[file]) if file in self else []
         return found
+
+
+# Files whose readers count a line per `\n` alone (`_files.jsonl_lines`): JSON Lines (`run
+# --cases`, an evaluation's dataset), JSON, CSV (read from a `StringIO`, as `csv` does).
+_ONE_LINE_PER_NEWLINE = (".jsonl", ".ndjson", ".json", ".csv")
+# What PyYAML's marks count as a line break, so a YAML file's line numbers: not the form
+# feed, vertical tab and `\x1c`-`\x1e` that `str.splitlines` splits on too.
+_YAML_BREAK = "\r\n|[\n\r\x85\u2028\u2029]"
+
+
+def source_lines(file: str, text: str) -> list[str]:
+    """The lines of `text`, the text of `file`, as its reader numbered them: a JSON Lines,
+    JSON or CSV file's at `\n` only (a U+2028 inside a JSON string is no line break), any
+    other's (a pipeline, a pack: YAML) at YAML's line breaks. No empty line after a last
+    break."""
+    if file.lower().endswith(_ONE_LINE_PER_NEWLINE):
+        from converge_dsl._files import jsonl_lines
+
+        return jsonl_lines(text)
+    lines = re.split(_YAML_BREAK, text)
+    if lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 EXCERPT_WIDTH = 120

@@ -52,6 +52,20 @@ def test_an_undeclared_input_is_one_located_error_with_a_guess(tmp_path: Path) -
     assert not results.exists()
 
 
+def test_an_undeclared_input_and_its_case_are_quoted_as_every_message_quotes(
+    tmp_path: Path,
+) -> None:
+    """CD802 quotes the input and the case's id with `written`, as CD250 and CD272 do (a
+    quote escaped, a hidden character and a no-break space too), not with Python's repr."""
+    given = '{"id": "it\'s\\u00a0", "w\'rod\\u202e": "a"}\n'
+    code, out, _, _ = _batch(tmp_path, given, "--format", "json")
+    assert code == 3
+    (found,) = json.loads(out)
+    assert found["message"] == (
+        "pipeline 'echo' has no input 'w\\x27rod\\u202e', given by case 'it\\x27s\\xa0'"
+    )
+
+
 @pytest.mark.parametrize("executor", ["local", "process"])
 def test_nothing_runs_when_a_case_gives_an_undeclared_input(tmp_path: Path, executor: str) -> None:
     # A case that runs writes its trace (traces/<index>.jsonl) and its result line.
@@ -75,6 +89,23 @@ def test_only_the_cases_left_to_run_are_checked(tmp_path: Path) -> None:
     code, _, err, _ = _batch(tmp_path, '{"wrod": "a"}\n{"word": "b"}\n', "--resume")
     assert code == 0, err
     assert results.read_text(encoding="utf-8").startswith(lines)
+
+
+def test_a_refused_resume_leaves_a_torn_last_line_of_out_as_it_was(tmp_path: Path) -> None:
+    # The torn last line of `--out` (a batch killed while writing it) was cut before the
+    # cases were checked: the refusal said nothing ran, yet the file had changed.
+    code, _, _, results = _batch(tmp_path, '{"word": "a"}\n')
+    assert code == 0
+    torn = results.read_bytes() + results.read_bytes()[:20]
+    results.write_bytes(torn)
+    code, _, err, _ = _batch(tmp_path, '{"word": "a"}\n{"wrod": "b"}\n', "--resume")
+    assert code == 3
+    assert "CD802" in err
+    assert results.read_bytes() == torn
+    code, _, err, _ = _batch(tmp_path, '{"word": "a"}\n{"word": "b"}\n', "--resume")
+    assert code == 0, err
+    assert results.read_bytes().startswith(torn[: torn.rindex(b"\n") + 1])
+    assert results.read_bytes().count(b"\n") == 2
 
 
 def test_a_case_that_cannot_be_read_stays_its_own_result(tmp_path: Path) -> None:

@@ -267,12 +267,54 @@ def test_validate_reads_a_pipeline_seed_as_the_run_proposes_it(
     out, err = io.StringIO(), io.StringIO()
     run(["run", str(pipeline)], out, err)
     assert ("CD909" in err.getvalue()) is conflict
+    if conflict and "{{" in content:
+        assert found[0].hint is not None
+        assert found[0].hint.endswith(
+            "; a pipeline seed is never rendered: its content at line 8 is proposed as "
+            "written, `{{ }}` and all (a seed suggestor's is rendered)"
+        )
     if conflict and "|" in content:
         assert found[0].hint is not None
         assert found[0].hint.endswith(
             "; the content at line 8 ends in a line break the other lacks"
             " (a block scalar `|` keeps its last line break; `|-` drops it)"
         )
+
+
+OBJECT_SEEDS = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: t
+keys: [{name: notes}]
+seeds:
+  - {id: n1, key: notes, content: {a: 1}}
+  - {id: n1, key: notes, content: SECOND}
+"""
+
+
+@pytest.mark.parametrize(
+    ("second", "conflict"),
+    [
+        ("{a: 2}", True),
+        ("{a: 1}", False),
+        ("'{\"a\":1}'", True),  # the same text, but no data: the run compares the data too
+    ],
+)
+def test_validate_reads_an_object_seed_as_the_run_proposes_it(
+    tmp_path: Any, second: str, conflict: bool
+) -> None:
+    """A seed whose content is an object is proposed as its JSON text and data: validate
+    warns of two such seeds of one id (CD256) exactly when the run stops on them."""
+    from converge_dsl.cli import run
+
+    text = OBJECT_SEEDS.replace("SECOND", second)
+    found = [d.code for d in _found("", text) if d.code != codes.OBJECT_CONTENT]
+    assert found == ([codes.SAME_ID_OTHER_CONTENT] if conflict else [])
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(text, encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    run(["run", str(pipeline)], out, err)
+    assert ("CD909" in err.getvalue()) is conflict
 
 
 def test_a_rule_bounded_by_cycle_or_guarded_does_not_refire() -> None:
@@ -351,3 +393,43 @@ def test_thousands_of_reads_in_one_template_are_located_in_linear_work(
     assert found
     assert counted.calls <= 10 * many
     assert spent < 3.0  # linear work takes a tenth of it; the quadratic took 10 s and more
+
+
+@pytest.mark.parametrize(
+    ("written_in_yaml", "key"),
+    [
+        ("a\\tb", "a\tb"),
+        ("k\\U000e0041", "k\U000e0041"),  # a tag character, invisible
+        ("r\\u202el", "r\u202el"),
+        ("no\\u00a0break", "no\xa0break"),
+        ('say \\"q\\"', 'say "q"'),
+        ("true", "true"),  # a word YAML reads as a boolean
+        ("plain_key", "plain_key"),
+    ],
+)
+def test_the_hint_declaring_an_unknown_key_declares_exactly_that_key(
+    written_in_yaml: str, key: str
+) -> None:
+    """CD250's copyable `keys: [{name: ...}]` reads back, as YAML, as the key read, and
+    shows no character a reader does not see (a tab, a bidi control, a tag character)."""
+    import yaml
+
+    read = f"{{key: notes, id: x, content: \"{{{{ count('{written_in_yaml}') }}}}\"}}"
+    (found,) = _found(_rule("r", "[tickets]", None, read))
+    assert found.code == codes.UNKNOWN_READ_KEY
+    assert found.hint is not None
+    assert found.hint.isprintable()
+    declared = yaml.safe_load(found.hint.removeprefix("declare it: "))
+    assert declared == {"keys": [{"name": key}]}
+
+
+def test_two_contents_of_one_id_are_quoted_as_every_message_quotes() -> None:
+    """CD256 quotes the suggestors, the id and the key with `written` (a quote escaped),
+    as CD250 and CD272 do, not with Python's repr (`"it's"`)."""
+    a = _rule("a", "[tickets]", None, '{key: notes, id: "n\'1", content: one}')
+    b = _rule("b", "[tickets]", None, '{key: notes, id: "n\'1", content: two}')
+    (found,) = _found(a + b)
+    assert found.code == codes.SAME_ID_OTHER_CONTENT
+    assert found.message.startswith(
+        "'b' proposes id 'n\\x271' to key 'notes' as 'a' does (line 11), with other content"
+    )

@@ -97,3 +97,25 @@ def test_a_location_is_one_line_whatever_the_file_name(name: str) -> None:
     out = render_human([_diag(1, 1, 2)._replace(file=name)], {})
     assert len(out.splitlines()) == 2  # the message line and the location line
     assert len(out.rstrip("\n").split("\n")) == 2
+
+
+def test_a_json_lines_excerpt_counts_lines_at_newlines_only() -> None:
+    """A U+2028 (or U+0085, a form feed) inside a JSON string is no line break to `run
+    --cases`, which locates a case by `jsonl_lines`: the excerpt is the case's line."""
+    source = '{"id":"a","word":"x\u2028y\x85z\x0c"}\n{"id":"b","wrod":"y"}\n'
+    diagnostic = _diag(2, 11, 17)._replace(file="cases.jsonl")
+    out = render_human([diagnostic], {"cases.jsonl": source})
+    shown, caret = out.splitlines()[3:5]
+    assert shown == '2 | {"id":"b","wrod":"y"}'
+    assert caret[caret.index("^") :] == "^" * len('"wrod"')
+    assert caret.index("^") == shown.index('"wrod"')
+
+
+def test_a_yaml_excerpt_counts_lines_at_yaml_line_breaks() -> None:
+    """PyYAML's marks count U+2028 and U+0085 as line breaks, not a form feed (a character
+    YAML refuses, located on its line): the caret lands on it, not past a line's end."""
+    source = 'a: "x\u2028"\nb: y\x85c: "1\x0c2"\n'
+    out = render_human([_diag(4, 6, 7)], {"p.yaml": source})
+    shown, caret = out.splitlines()[3:5]
+    assert shown == '4 | c: "1\\x0c2"'
+    assert caret.index("^") == shown.index("\\x0c")
