@@ -21,7 +21,7 @@ from converge_dsl._file_kinds import (
     PIPELINE,
     RUN_CONFIG,
     file_kind,
-    says_pipeline,
+    says_ours,
 )
 from converge_dsl._files import display_name
 from converge_dsl._reading import ReadRefused, read_bytes
@@ -104,8 +104,13 @@ def _files_and_kinds(
                 )
             found.extend(chosen)
         elif path.exists():  # a FIFO or device too: its reader refuses it (CD930)
-            kind = file_kind(path) if path.is_file() else None
-            if not only_pipelines or says_pipeline(path) or kind == EVALUATION:
+            kind = file_kind(path) if path.is_file() else PIPELINE
+            # the last test is `says_pipeline(path)`, the kind read once (its YAML loaded)
+            if (
+                not only_pipelines
+                or kind == EVALUATION
+                or (kind == PIPELINE and says_ours(path, "Pipeline"))
+            ):
                 found.append((path, kind or PIPELINE))
         else:
             raise UsageError(

@@ -421,7 +421,7 @@ class RunService(StopRuns):
         except asyncio.CancelledError:
             if run not in self._cancelling:
                 self._store_all(run, live)  # a shutdown: the run continues at the next start
-                if remote.done():  # none of its events is lost: no recovery to note
+                if remote.done():  # its worker ended: queued again now
                     with contextlib.suppress(StateError):  # else recovered as after a kill
                         self.store.requeue(run, self._now())
                 task = asyncio.current_task()

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ._store_sql import INSERT_EVENTS, INSERT_SENT, Statement
+from ._store_sql import INSERT_EVENTS, INSERT_SENT, Statement, stored_past_sql
 
 
 class StoredEvents:
@@ -60,13 +60,7 @@ class StoredEvents:
 
     def stored_past(self, run: str) -> int:
         """The number past the stored events of `run` (0: none stored)."""
-        rows = self._read(
-            "SELECT seq, line FROM events WHERE run = ? ORDER BY seq DESC LIMIT 1", (run,)
-        )
-        if not rows:
-            return 0
-        first, lines = rows[0]
-        return int(first) + str(lines).count("\n") + 1
+        return int(self._read(f"SELECT {stored_past_sql('?')}", (run,))[0][0])
 
     def next_event(self, run: str) -> int:
         """The number the next event of `run` takes (a resumed run goes on numbering):
