@@ -344,17 +344,17 @@ def refused_ids(facts: PipelineFacts) -> Iterator[Diagnostic]:
     for spec in facts.specs:
         ids.extend(((*p.path, "id"), _literal(p.id)) for p in spec.proposal_specs())
     for path, item_id in ids:
-        problem = None if item_id is None else id_problem(item_id)
-        if item_id is not None and problem is not None:
-            hint = "write an id of visible characters, with no '..' path segment"
-            if item_id.endswith("\n"):
-                hint += _line_break_hint(facts.document, path)
-            yield facts.error(
-                codes.FACT_ID_REFUSED,
-                f"fact id '{written_id(item_id)}' {problem}: the run's gate would reject it",
-                path,
-                hint=hint,
-            )
+        if item_id is None or (problem := id_problem(item_id)) is None:
+            continue
+        hint = "write an id of visible characters, with no '..' path segment"
+        if item_id.endswith("\n"):
+            hint += _line_break_hint(facts.document, path)
+        yield facts.error(
+            codes.FACT_ID_REFUSED,
+            f"fact id '{written_id(item_id)}' {problem}: the run's gate would reject it",
+            path,
+            hint=hint,
+        )
 
 
 def _line_break_hint(doc: LoadedDocument, path: JsonPath) -> str:
