@@ -309,7 +309,7 @@ def _emits(facts: PipelineFacts) -> Iterator[tuple[str, JsonPath, str, str, str,
     A pipeline seed's are the manifest's, the values the run proposes: the text as YAML
     gives it (a block scalar `|` keeps its last line break), never rendered; an object
     as content read as the run reads it (`text_and_data`: its JSON text, and the data)."""
-    for seed in facts.manifest.seeds:  # as the run proposes them: never rendered
+    for seed in facts.manifest.seeds:
         text, value = seed.content, seed.data
         if not isinstance(text, str):  # the legacy object form: the engine only then
             from converge_dsl.engine.types import text_and_data
