@@ -54,7 +54,7 @@ def written(text: str, *, unprintable: bool = False) -> str:
     `escaped` writes it (`\\x0a`, `\\u202e`, never Python's `\\n`); with `unprintable`,
     each character `str.isprintable` refuses (an unassigned code point...) too. Every
     escape is one YAML's double-quoted scalars read alike. The promotion gate's reason
-    (`converge_dsl._fact_ids.written_id`), CD272 and CD250."""
+    (`converge_dsl._fact_ids.written_id`), CD250, CD256, CD272, CD802 and a batch's case."""
     import re
 
     doubled = text.replace("\\", "\\\\")

@@ -59,6 +59,8 @@ def shown_id(text: str) -> str:
 
 
 def written_id(text: str) -> str:
-    """`text` with its hidden characters escaped (`\\x00`, `\\u202e`) and a backslash
-    doubled: how a refusal's reason quotes the id (`id 'a\\x00b' holds a NUL byte`)."""
+    """`text` as every message quotes a text (`converge_dsl._escapes.written`: a backslash
+    doubled; a hidden character, a space that is not U+0020 and the quote escaped,
+    `\\x00`, `\\u202e`, `\\x27`): how a refusal's reason quotes the id
+    (`id 'a\\x00b' holds a NUL byte`)."""
     return written(text)

@@ -37,8 +37,7 @@ Public surface:
 - `undeclared_inputs(pipeline, declared, given, label=, place=)`: the located CD802 of
   each input cases give that a pipeline does not declare, before any runs (`run_batch`,
   `run_cases` and `Pipeline.run_many` raise `CasesRefused` with them, exit 3; an
-  evaluation's dataset); `key_at(line, path)`:
-  where a key of a JSONL line is.
+  evaluation's dataset); `key_at(line, path)`: where a key of a JSONL line is.
 - `cassette_name(id, index)`, `safe_name(text)`, `check_cassettes(cases, folder, ...)`,
   `replaying(cases, folder)`: one cassette per case (`--record DIR`, `--replay DIR`;
   `Case.replay`, `CaseOutputs.record`).

@@ -89,11 +89,10 @@ def check_cases(
     pipeline: str, declared: Collection[str], cases: Sequence[Case], text: str | None = None
 ) -> None:
     """Refuse (`CasesRefused`) the inputs `cases` give that the pipeline named `pipeline`
-    does not declare (its `declared` inputs),
-    each at its key on its line of the cases file, whose `text` the cases were read
-    from (None: cases the API was given, each at its own `span` if it has one:
-    `Pipeline.run_many`, `run_cases`). A case that cannot run anyway (its `problem`)
-    is not read."""
+    does not declare (its `declared` inputs), each at its key on its line of the cases
+    file, whose `text` the cases were read from (None: cases the API was given, each at
+    its own `span` if it has one: `Pipeline.run_many`, `run_cases`). A case that cannot
+    run anyway (its `problem`) is not read."""
     from converge_dsl._files import jsonl_lines
 
     lines: list[str] = []

@@ -309,7 +309,7 @@ def _emits(facts: PipelineFacts) -> Iterator[tuple[str, JsonPath, str, str, str,
     A pipeline seed's are the manifest's, the values the run proposes: the text as YAML
     gives it (a block scalar `|` keeps its last line break), never rendered; an object
     as content read as the run reads it (`text_and_data`: its JSON text, and the data)."""
-    for seed in facts.manifest.seeds:  # as the run proposes them: never rendered
+    for seed in facts.manifest.seeds:
         text, value = seed.content, seed.data
         if not isinstance(text, str):  # the legacy object form: the engine only then
             from converge_dsl.engine.types import text_and_data
@@ -344,17 +344,17 @@ def refused_ids(facts: PipelineFacts) -> Iterator[Diagnostic]:
     for spec in facts.specs:
         ids.extend(((*p.path, "id"), _literal(p.id)) for p in spec.proposal_specs())
     for path, item_id in ids:
-        problem = None if item_id is None else id_problem(item_id)
-        if item_id is not None and problem is not None:
-            hint = "write an id of visible characters, with no '..' path segment"
-            if item_id.endswith("\n"):
-                hint += _line_break_hint(facts.document, path)
-            yield facts.error(
-                codes.FACT_ID_REFUSED,
-                f"fact id '{written_id(item_id)}' {problem}: the run's gate would reject it",
-                path,
-                hint=hint,
-            )
+        if item_id is None or (problem := id_problem(item_id)) is None:
+            continue
+        hint = "write an id of visible characters, with no '..' path segment"
+        if item_id.endswith("\n"):
+            hint += _line_break_hint(facts.document, path)
+        yield facts.error(
+            codes.FACT_ID_REFUSED,
+            f"fact id '{written_id(item_id)}' {problem}: the run's gate would reject it",
+            path,
+            hint=hint,
+        )
 
 
 def _line_break_hint(doc: LoadedDocument, path: JsonPath) -> str:

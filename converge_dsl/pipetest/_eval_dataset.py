@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
+from converge_dsl._escapes import written
 from converge_dsl._json_keys import DuplicateKey, unique_keys
 from converge_dsl._json_text import loads
 from converge_dsl._json_types import MAX_INPUT_DEPTH, JsonObject, JsonValue, nests_deeper
@@ -161,7 +162,11 @@ def _check_inputs(
     given = ((case, name) for case in cases for name in case.inputs if not meant(case, name))
     reader.problems.extend(
         undeclared_inputs(
-            pipeline.name, declared, given, label=lambda case: repr(case.name), place=place
+            pipeline.name,
+            declared,
+            given,
+            label=lambda case: f"'{written(case.name)}'",
+            place=place,
         )
     )
 
