@@ -132,6 +132,7 @@ def _check_inputs(
 
     A case expecting `stop_reason: usage_error` (`refused`) may give such an input on
     purpose, unless it is a likely typo of a declared one: a typo is never meant."""
+    from converge_dsl._files import jsonl_lines
     from converge_dsl.batch import key_at, undeclared_inputs
 
     declared = pipeline.inputs
@@ -150,7 +151,7 @@ def _check_inputs(
 
     def place(case: EvalCase, name: str) -> tuple[str, int, int, int]:
         if not lines:
-            lines.extend(text.splitlines() or [""])
+            lines.extend(jsonl_lines(text) or [""])
             cells.update(_header_cells(lines[0]) if csv_file else {})
         line = 1 if csv_file else case.line
         if csv_file:
@@ -218,8 +219,10 @@ def _row_problem(row: object) -> str | None:
 
 
 def _jsonl_rows(text: str) -> list[tuple[int, object]]:
+    from converge_dsl._files import jsonl_lines
+
     rows: list[tuple[int, object]] = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(jsonl_lines(text), 1):
         if not line.strip():
             continue
         too_deep = f"line {number} nests deeper than {MAX_INPUT_DEPTH} levels"  # as --cases

@@ -88,6 +88,15 @@ def test_a_dataset_line_that_is_not_a_case_is_located_at_its_line(tmp_path: Path
     ]
 
 
+def test_a_dataset_line_is_split_at_newlines_only(tmp_path: Path) -> None:
+    """JSON allows U+2028, U+2029 and U+0085 raw inside a string: a case holding them
+    is one line, as `run --cases` reads it, and the lines after it keep their numbers."""
+    odd = '{"name": "odd", "inputs": {"service": "a\u2028b\u2029c\x85d"}}\n'
+    text = _JSONL + odd + '{"inputs": {"servce": "x"}}\n'
+    found = _codes(_folder(tmp_path, "cases.jsonl", text))
+    assert [(c, line) for c, line, _ in found] == [(codes.EVAL_UNKNOWN_NAME, 4)]
+
+
 def test_an_unknown_expected_name_and_a_bad_pattern_are_located_with_a_guess(
     tmp_path: Path,
 ) -> None:
