@@ -32,6 +32,16 @@ def test_the_pages_script_rewrites_the_class_page_name_does() -> None:
     assert f"/{_NAMED_CLASS}/g" in script
 
 
+def test_the_boxes_with_room_for_marks_are_named_once() -> None:
+    # marks.css named its ten boxes in three rules (their room, their height, their scroll
+    # timeline): a box added to one list and not the others had room and no height.
+    rules = re.sub(r"/\*.*?\*/", "", page_asset("marks.css"), flags=re.S)
+    boxes = "header h1,.pane h3,.card .name,.side td pre,.side .fact-name,td .id,td .few"
+    assert rules.count(boxes) == 1
+    for box in ("header h1", ".side td pre", "#details dd", ".detail dd"):
+        assert rules.count(box) == 1, box
+
+
 def test_control_and_bidi_characters_show_as_their_escapes() -> None:
     text = "a\u202eb\x07c\x1b[31m\td\ne\u2066f\x00\x7f\x85"
     assert page_text(text) == "a\\u202eb\\x07c\\x1b[31m\td\ne\\u2066f\\x00\\x7f\\x85"

@@ -15,7 +15,10 @@
                      clusters (the browser's Intl.Segmenter), so that no emoji sequence, flag or
                      keycap is split nor a letter parted from its marks; Python's is `shown_cut`
                      (`at` and the place count UTF-16 units, as a string's indices do
-                     here; Python's count code points: a character past U+FFFF is 2 here) */
+                     here; Python's count code points: a character past U+FFFF is 2 here)
+   fitLines(root)    cuts each line under `root` (or `root` itself) that page.css cuts with an
+                     ellipsis (CUT_LINES) where the browser's cut hides the line's start, as
+                     below; again when the window's width changes */
 var NAMED_CHARACTERS = /@NAMED@/g;
 /* Unicode's emoji ZWJ sequences ("T" for any skin tone), written in by `page_asset` from
    `emoji_zwj.txt`; a run of characters joined by zero-width joiners (each maybe followed by
@@ -71,3 +74,82 @@ function shownCut(shown, at) {
   }
   return cut;
 }
+
+/* page.css lays a line cut with an ellipsis in the direction its first letter reads in, and
+   the browser cuts it where it leaves its box, as it is drawn: a run written the other way
+   ("Case 12 " then a long Arabic name) is drawn turned around, so what showed was the
+   run's end, its start past the edge. Such a line (one text node holding a right-to-left
+   letter, whose cut hides a letter of the start that fits) is cut where it leaves the box as
+   it reads: the longest start that fits with "\u2026" (at a place shownCut allows), whole in
+   its title. Every line is read first and written after, so the page is laid out once.
+   CUT_LINES is page.css' list of those lines. */
+var CUT_LINES = ".row span,.vlist .head span,.error-case .name,#title,.matrix th";
+var RIGHT_TO_LEFT = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\u{10800}-\u{10fff}\u{1e800}-\u{1efff}]/u;
+var CUT_WHOLE = new WeakMap(), cutLines = [], cutMeasure = null;
+function fitLines(root) {
+  var boxes = root.matches && root.matches(CUT_LINES) ? [root] : root.querySelectorAll(CUT_LINES), cuts = [];
+  for (var i = 0; i < boxes.length; i++) {
+    var at = startThatFits(boxes[i]);
+    if (at !== null) cuts.push([boxes[i], at]);
+  }
+  cuts.forEach(function (c) { cutLine(c[0], c[1]); });
+  cuts.forEach(function (c) {  /* (the widths of a start's clusters, added up, may be a little short) */
+    for (var n = 0, at = c[1]; n < 8 && at > 0 && overflows(c[0], c[0].firstChild); n++) cutLine(c[0], at = shownCut(CUT_WHOLE.get(c[0]).whole, at - 1));
+  });
+}
+function lineRoom(box) {
+  var style = getComputedStyle(box), rect = box.getBoundingClientRect();
+  var left = rect.left + box.clientLeft + parseFloat(style.paddingLeft);
+  return { left: left, right: rect.left + box.clientLeft + box.clientWidth - parseFloat(style.paddingRight), style: style };
+}
+function overflows(box, node) {
+  var room = lineRoom(box), range = document.createRange();
+  range.selectNodeContents(node);
+  return range.getBoundingClientRect().width > room.right - room.left + 0.5;
+}
+/* where `box`'s line is to be cut, or null where it fits or the browser's cut shows its start */
+function startThatFits(box) {
+  var node = box.firstChild;
+  if (!node || node.nodeType !== 3 || node.nextSibling || !RIGHT_TO_LEFT.test(node.data)) return null;
+  var room = lineRoom(box), range = document.createRange();
+  if (room.style.textOverflow !== "ellipsis" || !overflows(box, node)) return null;
+  if (!cutMeasure) cutMeasure = document.createElement("canvas").getContext("2d");
+  cutMeasure.font = room.style.font;
+  var text = node.data, width = room.right - room.left - cutMeasure.measureText("\u2026").width;
+  var used = 0, at = 0, hidden = false, parts = GRAPHEMES ? GRAPHEMES.segment(text) : [];
+  if (!GRAPHEMES) for (var i = 0; i < text.length; i += parts[parts.length - 1].segment.length) parts.push({ index: i, segment: String.fromCodePoint(text.codePointAt(i)) });
+  for (var part of parts) {
+    var end = part.index + part.segment.length;
+    range.setStart(node, part.index); range.setEnd(node, end);
+    var drawn = range.getBoundingClientRect();
+    if ((used += drawn.width) > width) break;
+    if (drawn.width && (drawn.left < room.left - 0.5 || drawn.right > room.right + 0.5)) hidden = true;
+    at = end;
+  }
+  return hidden ? shownCut(text, at) : null;
+}
+function cutLine(box, at) {
+  var was = CUT_WHOLE.get(box);
+  if (!was || box.textContent !== was.shown) {  /* (a line the page wrote again since) */
+    if (cutLines.length > 512) cutLines = cutLines.filter(function (line) { return line.isConnected; });
+    was = { whole: box.textContent }; CUT_WHOLE.set(box, was); cutLines.push(box);
+    if (!box.title) box.title = was.whole;
+  }
+  box.textContent = was.shown = was.whole.slice(0, at).replace(/\s+$/, "") + "\u2026";
+}
+var refitting = false;
+window.addEventListener("resize", function () {
+  if (refitting) return;
+  refitting = true;
+  requestAnimationFrame(function () {
+    refitting = false;
+    cutLines = cutLines.filter(function (box) { return box.isConnected; });
+    cutLines.forEach(function (box) {  /* each line whole again, then cut to the new width */
+      var was = CUT_WHOLE.get(box);
+      if (box.textContent === was.shown) box.textContent = was.whole;
+      CUT_WHOLE.delete(box);
+    });
+    cutLines = [];
+    fitLines(document);
+  });
+});

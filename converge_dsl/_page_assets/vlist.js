@@ -58,6 +58,7 @@ VList.prototype.draw = function () {
   var tabbable = this.focused >= first && this.focused < last ? this.focused : first;
   this.spacer.textContent = "";
   for (var i = first; i < last; i++) this.spacer.appendChild(this.line(i, i === tabbable));
+  fitLines(this.spacer);  /* (names.js) */
   if (hadFocus && this.focused >= first && this.focused < last) this.spacer.children[this.focused - first].focus();
 };
 VList.prototype.line = function (i, tabbable) {

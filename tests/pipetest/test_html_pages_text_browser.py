@@ -220,3 +220,84 @@ def test_a_name_written_right_to_left_that_fits_stays_at_its_columns_edge(
         assert cell["all"][1] - cell["all"][0] < cell["box"][1] - cell["box"][0], cell  # whole
         assert cell["box"][0] - 0.5 <= cell["all"][0] <= cell["box"][0] + 3, cell
     assert console_errors(browser) == []
+
+
+# A Latin start, then a long stretch of Arabic: the line reads left to right
+_LATIN_THEN_ARABIC = "Case 12 " + " ".join([_LONG_NAMES[0]] * 8)
+_ARABIC_AT = len("Case 12 ")
+# Where each of the elements `css` draws the first letter of its Arabic, and its content box
+_ARABIC_LAID = (
+    "var at = arguments[1];"
+    "return Array.from(document.querySelectorAll(arguments[0])).map(function (box) {"
+    " var range = document.createRange(), style = getComputedStyle(box);"
+    " range.setStart(box.firstChild, at); range.setEnd(box.firstChild, at + 1);"
+    " var letter = range.getBoundingClientRect(), rect = box.getBoundingClientRect();"
+    " var left = rect.left + parseFloat(style.paddingLeft);"
+    " return {text: box.textContent, title: box.title, letter: [letter.left, letter.right],"
+    "  box: [left, rect.right - parseFloat(style.paddingRight)]};"
+    " });"
+)
+
+
+_TWO_FRAMES = (
+    "return new Promise(function (r) {"
+    " requestAnimationFrame(function () { requestAnimationFrame(r); }); })"
+)
+
+
+def _cut_at_its_end(browser: Any, css: str, at: int) -> None:
+    """The element at `css` that shows "Case 12" shows its first Arabic letter, and "…"."""
+    cells = [c for c in browser.execute_script(_ARABIC_LAID, css, at) if "Case 12" in c["text"]]
+    assert len(cells) == 1, css
+    for cell in cells:
+        left, right = cell["box"]
+        assert left - 0.5 <= cell["letter"][0], cell  # drawn in its box
+        assert cell["letter"][1] <= right + 0.5, cell
+        assert cell["text"].endswith("\u2026"), cell  # cut, and whole in its title
+        assert _LATIN_THEN_ARABIC in cell["title"], cell
+        assert cell["title"].startswith(cell["text"][:-1]), cell
+
+
+def test_a_latin_line_with_a_long_arabic_stretch_is_cut_where_it_overflows(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # A line that starts in Latin letters reads left to right, and the browser cut it where
+    # it left its box as drawn: the Arabic stretch, drawn turned around, showed its end
+    # there ("Case 12 الرياض…"), its start past the edge. It is cut as it reads: "Case 12 "
+    # and the Arabic's start, then "…"; the right-to-left lines keep their cut.
+    cases = [
+        {"name": n, "stop_reason": "error", "error": "stopped", "scores": {"m": 1}}
+        for n in (_LATIN_THEN_ARABIC, *_LONG_NAMES)
+    ]
+    confusion = [{"expected": _LATIN_THEN_ARABIC, "found": "x", "count": 1}]
+    metric = {"name": "label", "mean": 1.0, "cases": 4, "passed": True, "confusion": confusion}
+    document = {
+        "evaluation": _LATIN_THEN_ARABIC,
+        "passed": False,
+        "metrics": [metric],
+        "cases": cases,
+    }
+    page = tmp_path / "latin-arabic.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    open_page(browser, page)
+    browser.find_element("id", "cases").screenshot(str(artifacts / "eval-latin-arabic-cells.png"))
+    browser.find_element("id", "errors").screenshot(str(artifacts / "eval-latin-arabic-errors.png"))
+    _cut_at_its_end(browser, "#cases .row span.c-case", _ARABIC_AT)
+    _cut_at_its_end(browser, ".error-case .name", _ARABIC_AT)
+    _cut_at_its_end(browser, ".matrix tbody th", _ARABIC_AT)
+    cells = _laid(browser, "#cases .row span.c-case")[1:]
+    for cell, rtl in zip(cells, (True, True, True, False), strict=True):
+        _cut_where_it_reads_to(cell, rtl)  # (as before: each whole, cut by the browser)
+    assert [c["text"] for c in cells] == list(_LONG_NAMES)
+    # a short window cuts the title: again when the window's size changes
+    metrics = {"width": 844, "height": 390, "deviceScaleFactor": 1, "mobile": False}
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        browser.execute_script(_TWO_FRAMES)  # (the page refits on the window's next frame)
+        browser.find_element("tag name", "header").screenshot(
+            str(artifacts / "eval-latin-arabic-title.png")
+        )
+        _cut_at_its_end(browser, "#title", len("Evaluation: ") + _ARABIC_AT)
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    assert console_errors(browser) == []

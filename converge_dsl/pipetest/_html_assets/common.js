@@ -89,6 +89,7 @@ function vtable(host, heads, widths, rows, cells, onPick, options) {
   return list;
 }
 function ready() {
+  fitLines(document);  /* (names.js) a line cut with an ellipsis, where it reads to */
   document.body.dataset.drawnMs = Math.round(performance.now());  /* the time to first draw */
   document.body.setAttribute("data-ready", "1");
 }

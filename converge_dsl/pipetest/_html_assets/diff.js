@@ -53,14 +53,16 @@
     var td = el("td", side + (value === null || value === undefined ? " none" : ""));
     if (value === null || value === undefined) { td.textContent = "\u2014"; return td; }
     var mark = side === "a" ? "del" : "ins", raw = what === "content" && typeof value === "string";
-    var text = raw ? value : json(value);
+    var text = raw ? value : json(value), pre;
     if (typeof value === "string" && typeof other === "string") {
-      td.appendChild(marked(text, raw ? other : json(other), mark));  /* two texts: the middle that differs */
+      pre = marked(text, raw ? other : json(other), mark);  /* two texts: the middle that differs */
     } else if (other === null || other === undefined) {
-      td.appendChild(el("pre", null, text));
+      pre = el("pre", null, text);
     } else {
-      td.appendChild(add(el("pre"), el("mark", mark, text)));  /* a number, a list...: all of it */
+      pre = add(el("pre"), el("mark", mark, text));  /* a number, a list...: all of it */
     }
+    pre.dir = "auto";  /* laid in the direction its first letter reads in (page.css) */
+    td.appendChild(pre);
     return td;
   }
   /* a JSON path that may break after each "/" */

@@ -319,5 +319,6 @@
       draw();
     }, 120);
   });
+  fitLines(document);  /* (names.js) a line cut with an ellipsis, where it reads to */
   document.body.setAttribute("data-ready", "1");
 })();
