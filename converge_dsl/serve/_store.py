@@ -58,7 +58,15 @@ from converge_dsl.runtime import execute_all
 
 from ._errors import ServeFailed
 from ._store_events import StoredEvents
-from ._store_sql import MIGRATION, PAUSED_SENT, SCHEMA, SELECT, Statement, add_statements
+from ._store_sql import (
+    ENDED_SENT,
+    MIGRATION,
+    PAUSED_SENT,
+    SCHEMA,
+    SELECT,
+    Statement,
+    add_statements,
+)
 
 STATE_FILE = "runs.sqlite3"
 # The most runs one retention transaction deletes (SQLite's limit of bound values is
@@ -448,6 +456,8 @@ class RunStore(StoredEvents):
             execute_all(db, journal)
             if status == "paused":
                 db.execute(PAUSED_SENT, (run, run))
+            elif events:  # the attempt's last events: every number given is below them
+                db.execute(ENDED_SENT, (events[-1][0] + 1, run))
             return True
 
         return write

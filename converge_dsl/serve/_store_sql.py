@@ -92,6 +92,9 @@ INSERT_SENT = (
 )
 # At a pause, every event of the attempt is stored: the next numbers past them.
 PAUSED_SENT = f"UPDATE sent SET past = {stored_past_sql('?')} WHERE run = ?"
+# At an end with the attempt's last events, the number past the last of them: a mark a
+# stream noted ahead (`_streams.SENT_AHEAD`) names no event, and the run makes no more.
+ENDED_SENT = "UPDATE sent SET past = ? WHERE run = ?"
 
 # A run's result: a pause's in its row, else (an end) its first row of `results`.
 COLUMNS = (

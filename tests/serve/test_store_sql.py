@@ -89,3 +89,37 @@ def test_a_pause_notes_its_events_sent_exactly(tmp_path: Path) -> None:
     assert store.next_event("a") == 6
     store.mark_sent("a", 134)  # a stream late on the pause
     assert store.next_event("a") == 6
+
+
+def test_an_end_notes_its_events_sent_exactly(tmp_path: Path) -> None:
+    """A stream notes numbers ahead of what it sends; the end, which stores the attempt's
+    last events, brings the mark back to the number past them (a finished run gives no
+    number past its last event: CD462 from there), by `finish` as by `finish_later`; an
+    end with no event of its own (a run ended from `queued`) keeps the mark."""
+    store = RunStore(tmp_path)
+    for run, later in (("a", False), ("b", True)):
+        store.add(run, "p", {}, 1.0)
+        store.start(run, 1.0)
+        store.mark_sent(run, 70)
+        events = [(n, "{}") for n in range(6)]
+        if later:
+            ending = store.finish_later(
+                run, status="done", stop_reason="converged", body={}, events=events, now=2.0
+            )
+            assert ending.result(timeout=10)
+        else:
+            assert store.finish(
+                run, status="done", stop_reason="converged", body={}, events=events, now=2.0
+            )
+        assert store.next_event(run) == 6
+        store.mark_sent(run, 134)  # a stream late on the end
+        assert store.next_event(run) == 6
+    store.add("c", "p", {}, 1.0)
+    store.start("c", 1.0)
+    store.mark_sent("c", 70)
+    store.requeue("c", 2.0)
+    assert store.finish(
+        "c", status="done", stop_reason="failed", body={}, events=[], now=3.0, was=("queued",)
+    )
+    assert store.next_event("c") == 70
+    store.close()
