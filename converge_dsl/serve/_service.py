@@ -260,8 +260,10 @@ class RunService(StopRuns):
         await committed(self._adds.get(run) or self.store.pending(run))
 
     async def wait(self, run: str, timeout: float) -> RunRow:
-        """The run once it stops (done, paused, cancelled), or as it is after `timeout` s;
-        never before its add is committed (`StateError` if that failed)."""
+        """The run once it stops (done, paused, cancelled), or as it is after `timeout` s,
+        or once a stopping service answers its waiters (`StopRuns._wait_s`, also for a wait
+        begun after the signal); never before its add is committed (`StateError` if that
+        failed)."""
         adding = self._adds.get(run) or self.store.pending(run)
         ended = self._ended.get(run)
         if ended is None or not ended.queued:  # not known to be waiting since `submit`
@@ -270,7 +272,8 @@ class RunService(StopRuns):
                 return row  # nothing kept for it: no end is to come and pop it
             ended = self._ended.setdefault(run, Stopped())
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout):  # no task of its own, as `wait_for` makes
+            # no task of its own, as `wait_for` makes; shorter once stopping (`_wait_s`)
+            async with asyncio.timeout(self._wait_s(run, timeout)):
                 await ended.wait()
         await committed(adding)  # at once when its end was stored: with it or before
         return ended.row if ended.row is not None else self.get(run)

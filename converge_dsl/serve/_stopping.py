@@ -124,6 +124,17 @@ class StopRuns(RunEnds):
     def is_stopping(self) -> bool:
         return self._stopping
 
+    def _wait_s(self, run: str, timeout: float) -> float:
+        """How long a waiter of `run` that starts now waits (`timeout` at most): once
+        stopping, not at all for a run that does not run (it starts no more) or in a forced
+        stop, else until `ANSWER_S` from the signal, when the others were answered."""
+        if not self._stopping:
+            return timeout
+        if self._forced or run not in self._live:
+            return 0.0
+        answer_by = self._stop_by - STOP_S + ANSWER_S
+        return max(0.0, min(timeout, answer_by - self._clock.monotonic()))
+
     async def stop(self) -> None:
         """Let the runs reach a checkpoint, then cancel the workers and runs in flight; at
         most `STOP_S` from `stopping` (see the module docstring)."""
