@@ -712,6 +712,57 @@ def test_a_server_started_after_one_stopped_by_a_signal_answers_tool_calls(
         assert _echo_status(url) == "done"
 
 
+def _in_progress(url: str) -> None:
+    """Once a run of the server at `url` is in progress (bounded)."""
+    deadline = time.monotonic() + BOUND_S
+    while "converge_runs_in_progress 1" not in httpx.get(f"{url}/metrics", timeout=10).text:
+        assert time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.05)
+
+
+def test_a_server_stopped_by_a_signal_leaves_another_servers_calls_alone(
+    tmp_path: Path,
+) -> None:
+    """Two servers in one process, each with a tool call in flight; one (`serve`) is
+    stopped by SIGTERM: its call is answered that the server stops (CD463), the other's
+    call runs on to its run's end. Before, sse-starlette's process-wide exit flag, set by
+    the stop, ended every event stream of the process: both calls got no answer."""
+    from converge_dsl.serve import serve
+    from converge_dsl.serve._app import HttpLimits
+
+    from .conftest import in_process
+
+    path = _slow(tmp_path, 6)
+    answers: dict[str, types.CallToolResult] = {}
+
+    def call(name: str, url: str) -> threading.Thread:
+        def calling() -> None:
+            answers[name] = _session(url, lambda s: s.call_tool("slow", {}), bound=30)
+
+        thread = threading.Thread(target=calling)
+        thread.start()
+        return thread
+
+    callers: list[threading.Thread] = []
+    with in_process(tmp_path / "other", HttpLimits(), mcp=True, paths=(path,)) as other:
+
+        def stop_when_running(url: str) -> None:
+            callers.extend([call("other", other), call("stopped", url)])
+            _in_progress(other)
+            _in_progress(url)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        options = ServeOptions([path], port=0, state=tmp_path / "stopped", mcp=True)
+        serve(options, lambda url: threading.Thread(target=stop_when_running, args=(url,)).start())
+        for caller in callers:
+            caller.join(BOUND_S)
+    [problem] = _error_body(answers["stopped"])["errors"]
+    assert problem["code"] == "CD463"
+    assert not answers["other"].isError
+    assert answers["other"].structuredContent is not None
+    assert answers["other"].structuredContent["status"] == "done"
+
+
 def test_the_application_served_again_answers_tool_calls(tmp_path: Path) -> None:
     """One application served twice in a process (its lifespan run again): the second
     start failed, the SDK's session manager running once only."""
