@@ -186,6 +186,7 @@ SERVE_MCP_PROTOCOL_VERSION = "CD460"  # an MCP POST's MCP-Protocol-Version is no
 # `converge-dsl serve`: more refusals of a served request (461 to 469)
 SERVE_TOKENS_UNUSABLE = "CD461"  # the --token-file went missing or bad while serving (503)
 SERVE_EVENT_NOT_GIVEN = "CD462"  # a Last-Event-ID past every event the run has been given (400)
+SERVE_MCP_STOPPING = "CD463"  # an MCP tool call answered as the server stops, its run unfinished
 
 # --- CD5xx pack checks --------------------------------------------------------------
 LOCK_MISSING = "CD500"  # the pipeline declares packs but its lock file is missing

@@ -41,6 +41,10 @@ JSON only, located refusals) and for its JSON-RPC shape (`_mcp_messages`).
   server's log), where the SDK would send the exception's own text.
 - With a `progressToken`, each trace event of the run is a progress
   notification (its count, and the event's type as the message).
+- A call answered as the server stops (`RunService.stopping`), its run not
+  stopped, is a tool error (503, CD463) naming the run and how to fetch it
+  once the server is back; its event stream ends once it is answered, not at
+  the signal (`_own_stream_ends`).
 """
 
 from __future__ import annotations
@@ -190,12 +194,7 @@ class McpEndpoint:
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
         from sse_starlette.sse import AppStatus
 
-        # The SDK's event streams (sse_starlette) all end at once while its process-wide
-        # `AppStatus.should_exit` is set: its wrap of uvicorn's `handle_exit` sets it when
-        # a server of the process stops on a signal, and nothing clears it. A server
-        # started after that one (`serve` called again) answered every tool call with an
-        # empty event stream. This server starts with no stop of its own asked.
-        AppStatus.should_exit = False
+        _own_stream_ends(AppStatus)
         self.sessions = StreamableHTTPSessionManager(
             self.server,
             stateless=True,
@@ -330,7 +329,10 @@ class McpEndpoint:
                 row = await self._wait(run, context.session, token, request_id)
         except Exception as error:  # answered as the HTTP API answers it, not by the SDK
             return self._refusal(answered(error, "POST", MCP_PATH))
-        return _answer(row, _base_url(context.request))
+        base = _base_url(context.request)
+        if self.service.is_stopping and row.status not in FINISHED and row.status != "paused":
+            return self._refusal(_stopping(row, base))
+        return _answer(row, base)
 
     async def _control(
         self,
@@ -418,6 +420,21 @@ class McpEndpoint:
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], isError=True
         )
+
+
+def _own_stream_ends(status: Any) -> None:
+    """Leave the end of this server's event streams to the server: sse-starlette's
+    `AppStatus` (`status`) ends every stream of the process (every server in it) within
+    half a second of any uvicorn server's stop on a signal, through a process-wide flag
+    its wrap of uvicorn's `handle_exit` sets and nothing clears, before a tool call in
+    flight is answered (its client then waited for its own timeout), and then every stream
+    of a server started after it (`serve` called again) at once. With its drain off, a
+    stream ends when its call is answered: a stopping service answers every waiter by
+    `ANSWER_S`, before uvicorn's drain ends. A flag set before it was off (no server of
+    this process relies on it since) is cleared."""
+    if status.enable_automatic_graceful_drain:
+        status.disable_automatic_graceful_drain()
+        status.should_exit = False
 
 
 def _check_accept(header: str) -> None:
@@ -516,6 +533,20 @@ def _links(run: str, base: str, paused: bool) -> dict[str, str]:
     if paused:
         links["decisions"] = f"{base}/v1/runs/{run}/decisions"
     return links
+
+
+def _stopping(row: RunRow, base: str) -> Refused:
+    """A call answered as the server stops, its run not stopped (503, CD463): the run is
+    kept and continues at the server's next start, where the call's client fetches it."""
+    return refused(
+        503,
+        codes.SERVE_MCP_STOPPING,
+        f"the server is stopping: run {row.id} is {row.status}, kept, and continues when "
+        "the server starts again",
+        "",
+        f'once the server is back, call the {GET_RUN} tool with {{"run": "{row.id}", '
+        f'"wait": true}}, or GET {base}/v1/runs/{row.id}',
+    )
 
 
 def _answer(row: RunRow, base: str) -> types.CallToolResult:

@@ -30,18 +30,46 @@ if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline
 
 
+class RunTables:
+    """The tables a service keeps of its runs, one record shared by `RunService` and its
+    bases (`RunEnds`, `StopRuns`), which change them in place."""
+
+    __slots__ = ("added", "cancelling", "cuts", "ended", "handed", "live")
+
+    def __init__(self) -> None:
+        # run -> what its streams are given, while it runs
+        self.live: dict[str, LiveRun] = {}
+        # run -> what its waiters wait on, until it stops (or a stop answers them)
+        self.ended: dict[str, Stopped] = {}
+        # runs whose task a cancel (a DELETE, not a shutdown) cancelled
+        self.cancelling: set[str] = set()
+        # run on the service's loops -> the callable cutting it where it stands
+        self.cuts: dict[str, Callable[[], None]] = {}
+        # added running by `submit` for a waiting worker, not yet taken by it
+        self.handed: dict[str, RunRow] = {}
+        # queued by `submit`, not yet started
+        self.added: dict[str, RunRow] = {}
+
+
 class RunEnds:
     """The ends of a service's runs (see the module docstring); `RunService` sets what it
-    reads."""
+    reads, its runs' tables the one `RunTables` record `_runs`."""
 
     pipelines: dict[str, Pipeline]
     store: RunStore
     metrics: Metrics
     redact: Callable[[str], str]
     _clock: Clock
-    _live: dict[str, LiveRun]
-    _ended: dict[str, Stopped]
-    _cancelling: set[str]
+    _runs: RunTables
+
+    # Two tables by their names of before the record (the service's tests read them).
+    @property
+    def _ended(self) -> dict[str, Stopped]:
+        return self._runs.ended
+
+    @property
+    def _cancelling(self) -> set[str]:
+        return self._runs.cancelling
 
     def _now(self) -> float:
         raise NotImplementedError
@@ -52,7 +80,7 @@ class RunEnds:
         even that, the run stays as stored (a running one continues at the next start)
         and its waiters are answered with what the store says."""
         reason, body = self._failed(self.pipelines[name], error)
-        self._end(run, self._live.get(run), "done", reason, body, row=row, state_failed=True)
+        self._end(run, self._runs.live.get(run), "done", reason, body, row=row, state_failed=True)
 
     def _failed(self, pipeline: Pipeline, error: ConvergeError) -> tuple[str, JsonObject]:
         return failed(error, pipeline.path, self.redact)
@@ -124,9 +152,9 @@ class RunEnds:
                 written = await asyncio.shield(stored)
                 break
             except asyncio.CancelledError:
-                if run not in self._cancelling:
+                if run not in self._runs.cancelling:
                     raise  # a shutdown: the group commit, or the store's close, writes it
-                self._cancelling.discard(run)
+                self._runs.cancelling.discard(run)
                 cancelled = True
         if cancelled and written and status == "paused" and self.store.cancel(run, now):
             self._ended_as(run, live, "cancelled", "cancelled", None, text=None, row=row, at=now)
@@ -152,13 +180,13 @@ class RunEnds:
         self.metrics.ended(run, self._clock.monotonic())
         if live is not None:
             live.end()
-        self._live.pop(run, None)
+        self._runs.live.pop(run, None)
         # What the store now holds, for the waiters (no read of what was just written;
         # an answer sends the result's text as stored, not encoded again).
         self._signal(run, row and ended_row(row, status, reason, body, text, at=at))
 
     def _signal(self, run: str, row: RunRow | None = None) -> None:
-        ended = self._ended.pop(run, None)
+        ended = self._runs.ended.pop(run, None)
         if ended is not None:
             ended.row = row
             ended.set()

@@ -69,6 +69,7 @@ from ._metrics import Metrics
 from ._requests import RunRequest, queue_full, refused
 from ._results import Adds, Stopped, committed, redacted
 from ._resumption import DECIDED_BY, StopAtCheckpoint, limits_of, local_run, resumption
+from ._run_ends import RunTables
 from ._state_file import StateFile
 from ._stopping import StopRuns
 from ._store import FINISHED, RunRow, RunStore, StateError
@@ -119,18 +120,9 @@ class RunService(StopRuns):
         self._workers: list[asyncio.Task[None]] = []
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._adds = Adds()
-        self._live: dict[str, LiveRun] = {}
-        self._ended: dict[str, Stopped] = {}
-        self._added: dict[str, RunRow] = {}  # queued by `submit`, not yet started
-        # Added running by `submit` for a worker waiting (`_idle`), not yet taken by it.
-        self._handed: dict[str, RunRow] = {}
+        self._runs = RunTables()  # shared with the bases (`RunEnds`, `StopRuns`)
         self._idle: dict[str, int] = {}  # pipeline -> its workers waiting for a run
-        self._cancelling: set[str] = set()
-        self._stopping = False  # `stopping`: runs stop at their next checkpoint record
-        self._stop_by = 0.0  # by when (on the monotonic clock), once stopping
-        self._forced = False  # `stopping(forced=True)`: no run waited for past `FORCED_S`
-        # The runs on the service's loops, each cut where it stands by its callable.
-        self._cuts: dict[str, Callable[[], None]] = {}
+        self._not_stopping()
         self._home: asyncio.AbstractEventLoop | None = None  # the service's loop, once started
         self._loops: RunLoops | None = None
         from converge_dsl.batch import CheckpointKeys
@@ -153,8 +145,9 @@ class RunService(StopRuns):
     async def start(self) -> None:
         """Recover the stored runs (see the module docstring), then start the workers."""
         self._queues = {name: asyncio.Queue() for name in self.pipelines}
-        self._handed, self._added = {}, {}  # a service started again: runs are recovered
-        self._stopping = self._forced = False
+        self._runs.handed.clear()  # a service started again: its runs are recovered
+        self._runs.added.clear()
+        self._not_stopping()
         self._home = asyncio.get_running_loop()
         if self.workers is not None:
             await asyncio.to_thread(self.start_workers)
@@ -182,7 +175,7 @@ class RunService(StopRuns):
         before = None if rule.days is None else self._now() - rule.days * 86400
         gone = self.store.prune(keep=rule.keep_runs, before=before)
         for run in gone:
-            self._ended.pop(run, None)
+            self._runs.ended.pop(run, None)
         return gone
 
     def _cancel_s(self) -> float:
@@ -236,10 +229,10 @@ class RunService(StopRuns):
             added, write = self.store.add_later(*adding, running=running, urgent=commit == "group")
             self._adds.watch(run, write, asyncio.get_running_loop(), self._not_added)
         # its worker need not read it back (`_work`)
-        (self._handed if running else self._added)[run] = added
+        (self._runs.handed if running else self._runs.added)[run] = added
         self.metrics.submitted(run, self._clock.monotonic())
         queue.put_nowait(run)
-        self._ended[run] = Stopped(queued=True)  # a `wait` need not read it back
+        self._runs.ended[run] = Stopped(queued=True)  # a `wait` need not read it back
         return run
 
     def get(self, run: str) -> RunRow:
@@ -253,24 +246,27 @@ class RunService(StopRuns):
         return row
 
     def live(self, run: str) -> LiveRun | None:
-        return self._live.get(run)
+        return self._runs.live.get(run)
 
     async def added(self, run: str) -> None:
         """Once the add of `run` is committed (`submit`); `StateError` if it failed."""
         await committed(self._adds.get(run) or self.store.pending(run))
 
     async def wait(self, run: str, timeout: float) -> RunRow:
-        """The run once it stops (done, paused, cancelled), or as it is after `timeout` s;
-        never before its add is committed (`StateError` if that failed)."""
+        """The run once it stops (done, paused, cancelled), or as it is after `timeout` s,
+        or once a stopping service answers its waiters (`StopRuns._wait_s`, also for a wait
+        begun after the signal); never before its add is committed (`StateError` if that
+        failed)."""
         adding = self._adds.get(run) or self.store.pending(run)
-        ended = self._ended.get(run)
+        ended = self._runs.ended.get(run)
         if ended is None or not ended.queued:  # not known to be waiting since `submit`
             row = self.get(run)
             if row.status in FINISHED or row.status == "paused":
                 return row  # nothing kept for it: no end is to come and pop it
-            ended = self._ended.setdefault(run, Stopped())
+            ended = self._runs.ended.setdefault(run, Stopped())
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout):  # no task of its own, as `wait_for` makes
+            # no task of its own, as `wait_for` makes; shorter once stopping (`_wait_s`)
+            async with asyncio.timeout(self._wait_s(run, timeout)):
                 await ended.wait()
         await committed(adding)  # at once when its end was stored: with it or before
         return ended.row if ended.row is not None else self.get(run)
@@ -282,13 +278,13 @@ class RunService(StopRuns):
             self.metrics.ended(run, self._clock.monotonic())
             self._signal(run)
             return self.get(run)
-        handed = self._handed.pop(run, None)
+        handed = self._runs.handed.pop(run, None)
         if handed is not None:  # added running, its worker not there yet: it finds none
             self._end(run, None, "cancelled", "cancelled", None, row=handed)
             return self.get(run)
         task = self._tasks.get(run)
         if task is not None and task.cancel():  # not done: it has not ended yet
-            self._cancelling.add(run)
+            self._runs.cancelling.add(run)
         return row
 
     async def cancel_and_wait(self, run: str, timeout: float) -> RunRow:
@@ -301,11 +297,11 @@ class RunService(StopRuns):
         (its waiters get the add's `StateError`)."""
         self._adds.forget(run)
         self.metrics.forget(run)  # its stop, if it had one, was not a run's
-        self._added.pop(run, None)  # its worker finds no queued run to start
-        self._handed.pop(run, None)
+        self._runs.added.pop(run, None)  # its worker finds no queued run to start
+        self._runs.handed.pop(run, None)
         task = self._tasks.get(run)
         if task is not None and task.cancel():
-            self._cancelling.add(run)
+            self._runs.cancelling.add(run)
         else:
             self._signal(run)
 
@@ -319,7 +315,7 @@ class RunService(StopRuns):
             await asyncio.wait({self._tasks[run]})
         if not self.store.decide(run, decisions, self._now()):
             raise refused(409, codes.SERVE_BAD_DECISION, f"run {run!r} is no longer paused", "")
-        self._ended.pop(run, None)
+        self._runs.ended.pop(run, None)
         self.metrics.submitted(run, self._clock.monotonic())
         self._queues[row.pipeline].put_nowait(run)
         return self.get(run)
@@ -336,10 +332,10 @@ class RunService(StopRuns):
                 self._idle[pipeline] -= 1
             if self._stopping:  # it starts no run: `stop` leaves it queued (or requeues it)
                 await asyncio.Future()  # until `stop` cancels this worker
-            row = self._handed.pop(run, None)  # added running for this worker (`submit`)
+            row = self._runs.handed.pop(run, None)  # added running for this worker (`submit`)
             try:
                 if row is None:
-                    row = self.store.start(run, self._now(), queued=self._added.pop(run, None))
+                    row = self.store.start(run, self._now(), queued=self._runs.added.pop(run, None))
             except StateError as error:
                 self._state_failed(pipeline, run, None, error)
                 continue
@@ -352,7 +348,7 @@ class RunService(StopRuns):
             except asyncio.CancelledError:
                 worker = asyncio.current_task()
                 if worker is not None and not worker.cancelling():  # a DELETE, before it ran
-                    self._cancelling.discard(run)
+                    self._runs.cancelling.discard(run)
                     self._end(run, None, "cancelled", "cancelled", None, row=row)
                     continue
                 task.cancel()
@@ -375,7 +371,7 @@ class RunService(StopRuns):
         first = 0 if row.attempts == 1 else self.store.next_event(run)  # a first has none
         home = asyncio.get_running_loop()
         live = LiveRun(first, home)
-        self._live[run] = live
+        self._runs.live[run] = live
 
         def flush() -> None:
             self.store.add_events(run, live.unstored())
@@ -401,7 +397,7 @@ class RunService(StopRuns):
             live.drop,
             lambda: live.finished,
         )
-        self._cuts[run] = journal.cut
+        self._runs.cuts[run] = journal.cut
         outcome = local_run(
             pipeline,
             row,
@@ -419,7 +415,7 @@ class RunService(StopRuns):
             except asyncio.CancelledError:
                 body = await self._cancelled(run, live, remote)
         except asyncio.CancelledError:
-            if run not in self._cancelling:
+            if run not in self._runs.cancelling:
                 self._store_all(run, live)  # a shutdown: the run continues at the next start
                 if remote.done():  # its worker ended: queued again now
                     with contextlib.suppress(StateError):  # else recovered as after a kill
@@ -428,7 +424,7 @@ class RunService(StopRuns):
                 if live.halted and task is not None and not task.cancelling():
                     return  # cancelled by `halt`, not by its worker: that goes on
                 raise
-            self._cancelling.discard(run)
+            self._runs.cancelling.discard(run)
             self._end(run, live, "cancelled", "cancelled", None, row=row)
             return
         except ConvergeError as exc:
@@ -439,7 +435,7 @@ class RunService(StopRuns):
             await self._end_later(run, live, "done", *self._failed(pipeline, error), row=row)
             return
         finally:
-            self._cuts.pop(run, None)
+            self._runs.cuts.pop(run, None)
         reason = str(body.get("stop_reason"))
         self.metrics.finished(name, body, self._clock.monotonic() - started)
         await self._end_later(
@@ -450,11 +446,11 @@ class RunService(StopRuns):
         """The run's task was cancelled (a DELETE or a shutdown): its run's task stops
         first, cancelled too unless it made its last event in a shutdown (its end comes
         first, `_cancel_s` at most). Its result if it ended so, else `CancelledError`."""
-        if run in self._cancelling or not live.finished:
+        if run in self._runs.cancelling or not live.finished:
             remote.cancel()
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(remote.result(), self._cancel_s())
-        if run in self._cancelling or not remote.returned():
+        if run in self._runs.cancelling or not remote.returned():
             raise asyncio.CancelledError
         return remote.value()  # a shutdown after its end: stored as any end
 
@@ -484,10 +480,10 @@ class RunService(StopRuns):
         try:
             end = await asyncio.shield(future)
         except asyncio.CancelledError:
-            if run not in self._cancelling:
+            if run not in self._runs.cancelling:
                 self._store_all(run, live)
                 raise  # a shutdown: the run stays running and continues at the next start
-            self._cancelling.discard(run)
+            self._runs.cancelling.discard(run)
             self.workers.cancel(run)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(future), CANCEL_S)
@@ -521,6 +517,6 @@ class RunService(StopRuns):
         self.store.checkpoints.commit_now(run)  # its queued events: the next attempt
         flush()  # numbers its own after every stored one
         live.end()
-        self._live.pop(run, None)
+        self._runs.live.pop(run, None)
         if self.store.requeue(run, self._now()):
             self._queues[name].put_nowait(run)

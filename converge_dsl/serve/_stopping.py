@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from converge_dsl.errors import ConvergeError
@@ -24,7 +23,7 @@ from converge_dsl.errors import ConvergeError
 from ._events import LiveRun
 from ._loops import RunLoops
 from ._run_ends import RunEnds
-from ._store import RunRow, StateError
+from ._store import StateError
 
 if TYPE_CHECKING:
     from converge_dsl.batch import RunWorkers
@@ -41,20 +40,20 @@ FORCED_S = 0.5
 
 
 class StopRuns(RunEnds):
-    """The stop of a service's runs (see the module docstring); `RunService` sets what
-    it reads."""
+    """The stop of a service's runs (see the module docstring): its own state of the stop
+    (`_not_stopping`), the runs' tables of `RunTables`, the rest set by `RunService`."""
 
     workers: RunWorkers | None
     _workers_started: bool
     _workers: list[asyncio.Task[None]]
-    _live: dict[str, LiveRun]
-    _cuts: dict[str, Callable[[], None]]
-    _handed: dict[str, RunRow]
     _loops: RunLoops | None
     _home: asyncio.AbstractEventLoop | None
-    _stopping: bool
-    _stop_by: float
-    _forced: bool
+
+    def _not_stopping(self) -> None:
+        """No stop asked (a service made, or started again)."""
+        self._stopping = False  # `stopping`: runs stop at their next checkpoint record
+        self._stop_by = 0.0  # by when (on the monotonic clock), once stopping
+        self._forced = False  # `stopping(forced=True)`: no run waited for past `FORCED_S`
 
     def stopping(self, *, forced: bool = False) -> None:
         """The server is stopping: each run on the service's loops stops at its next
@@ -75,9 +74,9 @@ class StopRuns(RunEnds):
     def _answer_waiters(self) -> None:
         """Answer at once the waiters of runs that do not run (they start no more), the
         others by `ANSWER_S` (`_answer_all`)."""
-        for run in [run for run in self._ended if run not in self._live]:
+        for run in [run for run in self._runs.ended if run not in self._runs.live]:
             self._signal(run)
-        if self._ended or self._live:  # runs to answer or to cut
+        if self._runs.ended or self._runs.live:  # runs to answer or to cut
             self._workers.append(asyncio.create_task(self._answer_all()))
 
     async def _answer_all(self) -> None:
@@ -94,10 +93,10 @@ class StopRuns(RunEnds):
         nothing more of it kept, its streams ended without `end`, the events they were
         given stored; a run that made its last event, or whose task stopped, only has its
         streams ended (its end, or pause, is stored as it comes)."""
-        for run, live in list(self._live.items()):
+        for run, live in list(self._runs.live.items()):
             if live.ended or live.halted:
                 continue
-            cut = self._cuts.get(run)  # none once its task stopped
+            cut = self._runs.cuts.get(run)  # none once its task stopped
             if live.finished or cut is None:
                 live.halt()
             else:
@@ -117,19 +116,30 @@ class StopRuns(RunEnds):
 
     def _answer_now(self) -> None:
         """Answer every waiter with its run as it is."""
-        for run in list(self._ended):
+        for run in list(self._runs.ended):
             self._signal(run)
 
     @property
     def is_stopping(self) -> bool:
         return self._stopping
 
+    def _wait_s(self, run: str, timeout: float) -> float:
+        """How long a waiter of `run` that starts now waits (`timeout` at most): once
+        stopping, not at all for a run that does not run (it starts no more) or in a forced
+        stop, else until `ANSWER_S` from the signal, when the others were answered."""
+        if not self._stopping:
+            return timeout
+        if self._forced or run not in self._runs.live:
+            return 0.0
+        answer_by = self._stop_by - STOP_S + ANSWER_S
+        return max(0.0, min(timeout, answer_by - self._clock.monotonic()))
+
     async def stop(self) -> None:
         """Let the runs reach a checkpoint, then cancel the workers and runs in flight; at
         most `STOP_S` from `stopping` (see the module docstring)."""
         self.stopping()
         while self.workers is None and self._clock.monotonic() < self._stop_by:
-            if self._forced or all(live.halted or live.ended for live in self._live.values()):
+            if self._forced or all(live.halted or live.ended for live in self._runs.live.values()):
                 break
             await self._clock.sleep(0.02)
         for task in self._workers:
@@ -142,10 +152,10 @@ class StopRuns(RunEnds):
         self._cut_all()  # the runs still there: their streams end, their events stored
         with contextlib.suppress(ConvergeError, sqlite3.Error):  # else stored by the close
             await asyncio.to_thread(self.store.checkpoints.commit_now)
-        for run in self._handed:  # added running for a worker that never started it
+        for run in self._runs.handed:  # added running for a worker that never started it
             with contextlib.suppress(StateError):  # else recovered as after a kill
                 self.store.requeue(run, self._now())
-        self._handed = {}
+        self._runs.handed.clear()
         if self._loops is not None:
             await self._loops.close(self._close_pools)
             self._loops = None

@@ -113,6 +113,7 @@ def test_every_code_validate_can_report_is_exercised() -> None:
         # a served request while the service's token file is gone bad (not validate's)
         codes.SERVE_TOKENS_UNUSABLE: "tests/serve/test_tokens.py",
         codes.SERVE_EVENT_NOT_GIVEN: "tests/serve/test_app.py",
+        codes.SERVE_MCP_STOPPING: "tests/serve/test_mcp.py",
         # a pack archive refused as it is unpacked (lock, pack fetch, pack info, run)
         codes.PACK_ARCHIVE_REFUSED: "tests/packs/test_archive.py",
         # `run --cases --out R --resume` with R of another pipeline (not validate's)

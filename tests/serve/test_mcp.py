@@ -524,31 +524,92 @@ def _expected_text(name: str, text: str) -> None:
     assert text == path.read_text(encoding="utf-8")
 
 
-def test_sigterm_with_a_tool_call_in_flight_exits_0(tmp_path: Path, servers: list[Server]) -> None:
-    server = Server([DATA / "slow.yaml"], tmp_path / "state", "--mcp")
+def _slow(folder: Path, delay_s: float) -> Path:
+    """slow.yaml in `folder`, its one model call taking `delay_s` seconds."""
+    (folder / "slow.yaml").write_text((DATA / "slow.yaml").read_text())
+    (folder / "slow.script.yaml").write_text(
+        (DATA / "slow.script.yaml").read_text().replace("delay_s: 3", f"delay_s: {delay_s}")
+    )
+    return folder / "slow.yaml"
+
+
+def test_a_tool_call_in_flight_at_sigterm_is_answered_with_where_to_fetch_its_run(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """SIGTERM while a tool call and a `?wait=true` wait for a run in a slow model call:
+    the tool call is answered before the stop (a tool error, 503 CD463, naming the run and
+    how to fetch it once the server is back), the HTTP wait with 202 and the run as it is;
+    the server exits 0 and, started again on the same state, finishes each run once.
+    Before, the tool call's event stream closed with no answer at the signal, and the
+    SDK's client waited for its own timeout."""
+    path, state = _slow(tmp_path, 6), tmp_path / "state"
+    server = Server([path], state, "--mcp")
     servers.append(server)
     url = server.ready()
-    ended: list[BaseException | None] = []
+    called: list[tuple[float, types.CallToolResult]] = []
+    waited: list[tuple[float, httpx.Response]] = []
 
     def call() -> None:
-        try:
-            _session(url, lambda s: s.call_tool("slow", {}), bound=SHORT_S)
-            ended.append(None)
-        except BaseException as error:  # the server went away under the call
-            ended.append(error)
+        result = _session(url, lambda s: s.call_tool("slow", {}), bound=30)
+        called.append((time.monotonic(), result))
 
-    calling = threading.Thread(target=call, daemon=True)
-    calling.start()
+    def wait() -> None:
+        answer = httpx.post(f"{url}/v1/pipelines/slow/runs?wait=true", timeout=30)
+        waited.append((time.monotonic(), answer))
+
+    threads = [threading.Thread(target=call), threading.Thread(target=wait)]
+    for thread in threads:
+        thread.start()
     deadline = time.monotonic() + BOUND_S
-    while "converge_runs_in_progress 1" not in httpx.get(f"{url}/metrics", timeout=10).text:
-        assert time.monotonic() < deadline, "the run did not start"
+    while "converge_runs_in_progress 2" not in httpx.get(f"{url}/metrics", timeout=10).text:
+        assert time.monotonic() < deadline, "the runs did not start"
         time.sleep(0.05)
+    signalled = time.monotonic()
     server.process.send_signal(signal.SIGTERM)
+    for thread in threads:
+        thread.join(SHORT_S * 2)
+    assert called, "the tool call got no answer"
+    at, result = called[0]
+    assert at - signalled < SHORT_S  # by `ANSWER_S` (4 s), not the client's 30 s
+    body = _error_body(result)
+    assert body["status"] == 503
+    [problem] = body["errors"]
+    assert problem["code"] == "CD463"
+    run = problem["message"].split("run ", 1)[1].split(" ", 1)[0]
+    assert len(run) == 32
+    assert f'"run": "{run}"' in problem["hint"]
+    assert f"/v1/runs/{run}" in problem["hint"]
+    at, answer = waited[0]
+    assert at - signalled < SHORT_S
+    assert answer.status_code == 202
+    assert answer.json()["status"] in ("running", "queued")
     assert server.exit_code(timeout=15) == 0
-    # The SDK's client hears no answer for a call cut short: it ends at its own bound.
-    calling.join(SHORT_S * 2)
-    assert ended
     assert "Traceback" not in "".join(server.stderr)
+    _finish_once(Server([path], state, "--mcp"), servers, state, run, answer.json()["id"])
+
+
+def _finish_once(again: Server, servers: list[Server], state: Path, *runs: str) -> None:
+    """`again`, started on `state`, finishes each of `runs` once: `done`, one result, one
+    `run_finished` event (the first by the getRun tool with `wait`)."""
+    servers.append(again)
+    url = again.ready()
+    fetched = _session(url, lambda s: s.call_tool("getRun", {"run": runs[0], "wait": True}))
+    assert fetched.structuredContent is not None
+    assert fetched.structuredContent["status"] == "done"
+    deadline = time.monotonic() + BOUND_S
+    for ident in runs:
+        while httpx.get(f"{url}/v1/runs/{ident}", timeout=10).json()["status"] != "done":
+            assert time.monotonic() < deadline, "the run did not finish"
+            time.sleep(0.1)
+    again.stop()
+    with contextlib.closing(sqlite3.connect(state / STATE_FILE)) as db:
+        rows = db.execute("SELECT id, status FROM runs").fetchall()
+        results = db.execute("SELECT run, COUNT(*) FROM results GROUP BY run").fetchall()
+        finished = db.execute(
+            "SELECT run, COUNT(*) FROM events WHERE line LIKE '%\"run_finished\"%' GROUP BY run"
+        ).fetchall()
+    assert sorted(rows) == sorted((ident, "done") for ident in runs)
+    assert sorted(results) == sorted(finished) == sorted((ident, 1) for ident in runs)
 
 
 def test_a_fault_in_a_tool_call_is_the_services_500_not_the_exceptions_text(
@@ -651,6 +712,57 @@ def test_a_server_started_after_one_stopped_by_a_signal_answers_tool_calls(
         assert _echo_status(url) == "done"
 
 
+def _in_progress(url: str) -> None:
+    """Once a run of the server at `url` is in progress (bounded)."""
+    deadline = time.monotonic() + BOUND_S
+    while "converge_runs_in_progress 1" not in httpx.get(f"{url}/metrics", timeout=10).text:
+        assert time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.05)
+
+
+def test_a_server_stopped_by_a_signal_leaves_another_servers_calls_alone(
+    tmp_path: Path,
+) -> None:
+    """Two servers in one process, each with a tool call in flight; one (`serve`) is
+    stopped by SIGTERM: its call is answered that the server stops (CD463), the other's
+    call runs on to its run's end. Before, sse-starlette's process-wide exit flag, set by
+    the stop, ended every event stream of the process: both calls got no answer."""
+    from converge_dsl.serve import serve
+    from converge_dsl.serve._app import HttpLimits
+
+    from .conftest import in_process
+
+    path = _slow(tmp_path, 6)
+    answers: dict[str, types.CallToolResult] = {}
+
+    def call(name: str, url: str) -> threading.Thread:
+        def calling() -> None:
+            answers[name] = _session(url, lambda s: s.call_tool("slow", {}), bound=30)
+
+        thread = threading.Thread(target=calling)
+        thread.start()
+        return thread
+
+    callers: list[threading.Thread] = []
+    with in_process(tmp_path / "other", HttpLimits(), mcp=True, paths=(path,)) as other:
+
+        def stop_when_running(url: str) -> None:
+            callers.extend([call("other", other), call("stopped", url)])
+            _in_progress(other)
+            _in_progress(url)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        options = ServeOptions([path], port=0, state=tmp_path / "stopped", mcp=True)
+        serve(options, lambda url: threading.Thread(target=stop_when_running, args=(url,)).start())
+        for caller in callers:
+            caller.join(BOUND_S)
+    [problem] = _error_body(answers["stopped"])["errors"]
+    assert problem["code"] == "CD463"
+    assert not answers["other"].isError
+    assert answers["other"].structuredContent is not None
+    assert answers["other"].structuredContent["status"] == "done"
+
+
 def test_the_application_served_again_answers_tool_calls(tmp_path: Path) -> None:
     """One application served twice in a process (its lifespan run again): the second
     start failed, the SDK's session manager running once only."""
@@ -670,8 +782,9 @@ def test_the_application_served_again_answers_tool_calls(tmp_path: Path) -> None
         prepared.service.store.close()
 
 
-def test_the_mcp_extras_sse_starlette_is_one_whose_stop_flag_the_server_clears() -> None:
-    """`running` clears `AppStatus.should_exit`; sse-starlette 2.x also keeps a process-wide
+def test_the_mcp_extras_sse_starlette_is_one_whose_drain_the_server_turns_off() -> None:
+    """`running` turns sse-starlette's drain of every stream at a signal off
+    (`disable_automatic_graceful_drain`, from 3.2); 2.x also kept a process-wide
     `should_exit_event`, set on a signal stop and never cleared, so a server started after
     one stopped by a signal answered its tool calls with streams ending early."""
     import tomllib
@@ -680,7 +793,7 @@ def test_the_mcp_extras_sse_starlette_is_one_whose_stop_flag_the_server_clears()
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
     wanted = [r for r in project["optional-dependencies"]["mcp"] if r.startswith("sse-starlette")]
-    assert wanted == ["sse-starlette>=3"]
+    assert wanted == ["sse-starlette>=3.2"]
 
 
 def test_the_sdks_transport_lives_only_while_the_application_runs(tmp_path: Path) -> None:

@@ -880,3 +880,33 @@ def test_a_waiter_cancelled_leaves_the_add_to_the_others(tmp_path: Path) -> None
         assert store.get("a") is not None
     finally:
         store.close()
+
+
+def test_a_wait_begun_on_a_stopping_service_is_answered_at_once(tmp_path: Path) -> None:
+    """A run queued once the stop began (a decision, a call that came with the signal)
+    starts no more: its waiter is answered at once with the run as stored (`running`
+    when added for a waiting worker: `stop` queues it again). Before, nothing woke
+    a waiter that came after the stop's answers: it waited its whole timeout, past
+    uvicorn's drain, which then cut its request."""
+    import asyncio
+
+    from converge_dsl.serve._requests import RunRequest
+
+    store = RunStore(tmp_path / "state")
+    service = _one_worker_service(tmp_path, store, redact=str)
+
+    async def main() -> RunRow:
+        await service.start()
+        try:
+            service.stopping()
+            await asyncio.sleep(0.05)  # the stop's answers made (none were waiting)
+            run = service.submit("steady", RunRequest.of({"inputs": {"number": 1}}))
+            return await asyncio.wait_for(service.wait(run, 30.0), 5.0)
+        finally:
+            await service.stop()
+
+    try:
+        row = asyncio.run(main())
+    finally:
+        store.close()
+    assert row.status in ("queued", "running")
