@@ -277,6 +277,9 @@ class PipelineServer(LanguageServer):
             self.state.forget(path)
             self._analysed.pop(path, None)
             self._tests_saw.pop(path, None)
+        for path in set(self._turns) - needed:
+            if not self._turns[path].locked():  # else its check ends, then releases
+                del self._turns[path]
         for path in set(self._tested) - set(self.state.open):
             del self._tested[path]
 

@@ -122,8 +122,14 @@ async def test_closing_documents_leaves_nothing_of_them(tmp_path: Path) -> None:
     state = server.state
     held = (state.open, state.latest, state.good, state.found, state.related)
     assert held == ({}, {}, {}, {}, {})
-    held_by_server = (server._buffers, server._pending, server._analysed, server._tests_saw)
-    assert held_by_server == ({}, {}, {}, {})
+    held_by_server = (
+        server._buffers,
+        server._pending,
+        server._analysed,
+        server._tests_saw,
+        server._turns,
+    )
+    assert held_by_server == ({}, {}, {}, {}, {})
     assert server._published == {}
 
 
