@@ -68,7 +68,8 @@ request, the time from the huge message handed to the client's stream to the ans
       before dropping it: 39 to 60 s);
   (i) `didOpen` of a pipeline just under the cap (`--under-mb`, 7.5 MB), then an edit of
       the small pipeline: the time until the small pipeline's diagnostics, against the
-      same edit's alone (analyses run one at a time: it waits for the large one's).
+      same edit's alone (analyses of different documents run side by side: it no longer
+      waits for the large one's to end).
 
 Each is printed in seconds and as a ratio to its baseline measured in the same run. Its
 last line: `lsp huge didOpen/baseline: X  notification/baseline: Y  under-cap edit/baseline: Z`.

@@ -35,7 +35,15 @@ interleaved, the minimum of `--key-repeat` runs of each:
 `450k validate/bare-load: X` per file (target: X <= 5), with how many
 diagnostics were printed and the count line.
 
+A scaling case (`--scaling` runs it alone) validates the generated pipeline of 1,000,
+4,000 and 16,000 suggestors in this process (the CLI's `run`, output to memory; each
+size in its own folder with its lock), the minimum CPU time of `--scaling-repeat`
+runs, interleaved by size, after one untimed run of each: the time per suggestor of
+each size and the ratio of 16,000's to 1,000's (1.0: linear).
+Last line: `validate per-suggestor 16k/1k: X`.
+
 Run: .venv/bin/python bench/validate.py [--suggestors N] [--repeat R] [--keys K]
+     [--scaling] [--scaling-repeat R]
 """
 
 from __future__ import annotations
@@ -280,6 +288,44 @@ def _keys_case(folder: Path, count: int, repeat: int) -> None:
         print(f"{count // 1000}k validate/bare-load: {validate / bare:.2f}")
 
 
+def _scaling_case(folder: Path, python: str, repeat: int) -> None:
+    """Print the CPU time per suggestor of validate at 1k, 4k and 16k, and 16k/1k."""
+    import io
+
+    from converge_dsl.cli import run
+
+    sizes = (1000, 4000, 16000)
+    for count in sizes:
+        place = folder / f"scaling-{count}"
+        place.mkdir()
+        (place / "bench.yaml").write_text(generate(count), encoding="utf-8")
+        (place / "bench.script.yaml").write_text(
+            "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules: []\n", encoding="utf-8"
+        )
+        subprocess.run(
+            [python, "-m", "converge_dsl", "lock", "bench.yaml"],
+            cwd=place,
+            check=True,
+            capture_output=True,
+        )
+    best: dict[int, float] = {}
+    for round_ in range(repeat + 1):
+        for count in sizes:
+            path = str(folder / f"scaling-{count}" / "bench.yaml")
+            start = time.process_time()
+            run(["validate", path], io.StringIO(), io.StringIO())
+            spent = time.process_time() - start
+            if round_:  # the first round is the warm-up
+                best[count] = min(best.get(count, spent), spent)
+    print(f"validate scaling (CPU time, min of {repeat}):")
+    for count in sizes:
+        print(
+            f"  {count:6,} suggestors: {best[count]:.3f} s  {best[count] / count * 1e6:.0f} us each"
+        )
+    ratio = (best[16000] / 16000) / (best[1000] / 1000)
+    print(f"validate per-suggestor 16k/1k: {ratio:.2f}")
+
+
 def _commands(python: str, name: str) -> dict[str, list[str]]:
     """`validate NAME` and the bare C load of NAME."""
     return {
@@ -298,6 +344,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--keys", type=int, default=450_000)
     parser.add_argument("--key-repeat", type=int, default=3)
+    parser.add_argument("--scaling", action="store_true", help="run the scaling case alone")
+    parser.add_argument("--scaling-repeat", type=int, default=3)
     args = parser.parse_args()
     python = sys.executable
     checker = shutil.which("check-jsonschema", path=str(Path(python).parent)) or shutil.which(
@@ -313,6 +361,9 @@ def main() -> None:
         # The pipeline declares packs: validate needs its lock (converge.lock), written once,
         # untimed, with a pack cache inside the temporary folder.
         os.environ["CONVERGE_DSL_CACHE"] = str(folder / "cache")
+        if args.scaling:
+            _scaling_case(folder, python, args.scaling_repeat)
+            return
         subprocess.run(
             [python, "-m", "converge_dsl", "lock", "bench.yaml"],
             cwd=folder,

@@ -10,9 +10,12 @@ a run starts to the permanent generation (`gc.freeze`) and gives them back
 (`gc.unfreeze`) when it ends: a collection during the run walks only what
 the run made. Without it, 10^5 promoted facts cost about 13 µs each instead
 of 8-10 (`bench/peers.py`'s facts shape). Nothing is collected less: garbage
-made during the run is found as before. When objects are frozen already (an
-enclosing or concurrent run, `freeze_alive`, a caller that froze its own) or
-the collector is off, it does nothing.
+made during the run is found as before. A run that starts while another is
+under way (an enclosing one, or one in another thread: the language server
+checks documents side by side) joins its freeze, which lasts until the last of
+them ends: the first to end gave the objects back under the others. When objects
+are frozen otherwise (`freeze_alive`, a caller that froze its own) or the
+collector is off, it does nothing.
 
 What is frozen is known without asking the collector when this module froze
 it: `gc.get_freeze_count()` walks every frozen object (about 3.6 ms for
@@ -31,10 +34,10 @@ _lock = _thread.allocate_lock()  # `threading` is not imported for one lock: val
 
 
 class _Frozen:
-    """What this module froze: a run, the objects older than it (until it ends);
-    `freeze_alive`, the objects alive then (for good)."""
+    """What this module froze: for `runs` runs under way, the objects older than the
+    first of them (until the last ends); `freeze_alive`, the objects alive then (for good)."""
 
-    by_run = False
+    runs = 0
     for_good = False
 
 
@@ -54,12 +57,12 @@ def freeze_alive() -> None:
 def quiet_collector() -> Iterator[None]:
     """Freeze the objects older than the run for the run's duration (see the module doc)."""
     with _lock:
-        freeze = not (
-            _Frozen.by_run or _Frozen.for_good or not gc.isenabled() or gc.get_freeze_count()
+        freeze = bool(_Frozen.runs) or not (
+            _Frozen.for_good or not gc.isenabled() or gc.get_freeze_count()
         )
-        if freeze:
+        if freeze and not _Frozen.runs:
             gc.freeze()
-            _Frozen.by_run = True
+        _Frozen.runs += freeze
     if not freeze:
         yield
         return
@@ -67,5 +70,6 @@ def quiet_collector() -> Iterator[None]:
         yield
     finally:
         with _lock:
-            _Frozen.by_run = False
-            gc.unfreeze()
+            _Frozen.runs -= 1
+            if not _Frozen.runs:
+                gc.unfreeze()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from converge_dsl._reading import ReadRefused, read_bytes
 
@@ -29,7 +30,10 @@ def _top_kind(path: Path) -> object:
         text = read_bytes(path, "pipeline").decode("utf-8-sig")
         if not any(word in text for word in ("ModelScript", "Pack", "apiVersion", "kind")):
             return _NOT_OURS  # cannot name a kind or an API version
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        try:
+            data = _top_entries(text)
+        except _Unsure:
+            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (OSError, ValueError, RecursionError, yaml.YAMLError, ReadRefused):
         return _UNREAD
     if not isinstance(data, dict):
@@ -37,6 +41,92 @@ def _top_kind(path: Path) -> object:
     if "kind" not in data and "apiVersion" not in data:
         return _NOT_OURS
     return data.get("kind")
+
+
+class _Unsure(Exception):
+    """The events alone do not tell what the top-level entries load as (a tag, a merge
+    key, a key that is a collection or an alias): the text is loaded whole instead."""
+
+
+def _top_entries(text: str) -> dict[str, object] | None:
+    """The top-level entries of `text` whose keys are scalars, each scalar value as its
+    text (None when the document is not one mapping), read from the parser's events.
+
+    What a whole load (`yaml.load`) would say of the top-level `kind` and `apiVersion`,
+    without building the document: a load of a 16,000-suggestor pipeline took four
+    times as long as reading its events, and more per suggestor the larger the file, as
+    the collector walked the growing document (`bench/validate.py --scaling`). The
+    events are read to the end, and what makes a load fail is found on the way (a text
+    that does not parse, an undefined or repeated anchor, a plain scalar the safe loader
+    cannot make: `=`, an integer or a date out of range); a plain scalar is kept as its
+    text, which is a kind's name exactly when the loaded value is (no name of ours reads
+    as another type). Raises `_Unsure` where only a load can tell: a tag, a merge key, a
+    key that is a collection or an alias."""
+    from converge_dsl._pyyaml import yaml
+
+    events = yaml.events
+    entries: dict[str, object] = {}
+    anchors: set[str] = set()
+    documents, root_is_mapping = 0, False
+    # Each open collection: a mapping whose next node is a key (True) or a value (False),
+    # or a sequence (None).
+    open_at_key: list[bool | None] = []
+    key = ""
+    for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        if isinstance(event, events.DocumentStartEvent):
+            documents += 1
+        if isinstance(event, events.CollectionEndEvent):
+            open_at_key.pop()
+            _took_node(open_at_key)
+        if not isinstance(event, events.NodeEvent):
+            continue
+        if getattr(event, "tag", None) not in (None, "!"):
+            raise _Unsure
+        if isinstance(event, events.AliasEvent) and event.anchor not in anchors:
+            return None  # a load says "found undefined alias": the caller's _UNREAD
+        if event.anchor is not None and not isinstance(event, events.AliasEvent):
+            if event.anchor in anchors:
+                return None  # a load says "found duplicate anchor"
+            anchors.add(event.anchor)
+        scalar = event if isinstance(event, events.ScalarEvent) else None
+        if scalar is not None and scalar.implicit[0]:
+            _made_as_loaded(scalar.value)
+        is_key = bool(open_at_key) and open_at_key[-1] is True
+        if is_key and (scalar is None or scalar.value == "<<"):
+            raise _Unsure  # a key a load cannot hash, an alias, or a merge
+        if len(open_at_key) == 1 and isinstance(event, events.AliasEvent):
+            raise _Unsure  # a top-level value that is another node's
+        if not open_at_key:
+            root_is_mapping = isinstance(event, events.MappingStartEvent)
+        elif len(open_at_key) == 1 and scalar is not None and is_key:
+            key = scalar.value
+        elif len(open_at_key) == 1:
+            entries[key] = event if scalar is None else scalar.value  # a collection: no name
+        if isinstance(event, events.CollectionStartEvent):
+            open_at_key.append(True if isinstance(event, events.MappingStartEvent) else None)
+        else:
+            _took_node(open_at_key)
+    return entries if documents == 1 and root_is_mapping else None
+
+
+def _took_node(open_at_key: list[bool | None]) -> None:
+    """A node of the innermost open collection has ended: a mapping's key or value in turn."""
+    if open_at_key and open_at_key[-1] is not None:
+        open_at_key[-1] = not open_at_key[-1]
+
+
+def _made_as_loaded(plain: str) -> None:
+    """Raise as the safe loader does on a plain scalar it cannot make: `=` (YAML's value
+    key, which it has no type for), an integer past Python's digits limit, a date out of
+    range. Other plain scalars (words, floats, null, booleans) never fail."""
+    if plain[:1] not in ("=", "+", "-", *"0123456789"):
+        return
+    from converge_dsl._pyyaml import yaml
+
+    resolver: Any = yaml.resolver.Resolver()
+    tag = resolver.resolve(yaml.ScalarNode, plain, (True, False))
+    if tag.endswith((":int", ":timestamp", ":value")):
+        yaml.constructor.SafeConstructor().construct_object(yaml.ScalarNode(tag, plain))
 
 
 _UNREAD, _NOT_OURS = object(), object()

@@ -148,10 +148,12 @@ def unfrozen_collector() -> Iterator[None]:
     gc.unfreeze()
     gc.collect()
     gc.enable()
-    _collector._Frozen.for_good = _collector._Frozen.by_run = False
+    _collector._Frozen.for_good = False
+    _collector._Frozen.runs = 0
     yield
     gc.unfreeze()
-    _collector._Frozen.for_good = _collector._Frozen.by_run = False
+    _collector._Frozen.for_good = False
+    _collector._Frozen.runs = 0
     if not enabled:
         gc.disable()
 

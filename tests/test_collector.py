@@ -54,6 +54,22 @@ def test_nested_runs_unfreeze_once_at_the_outermost() -> None:
     assert gc.get_freeze_count() == 0
 
 
+def test_overlapping_runs_keep_the_freeze_until_the_last_ends() -> None:
+    """Two checks side by side (the language server's, in two threads): the first to end
+    gave the objects back while the other still ran, whose collections then walked the
+    server's whole state again."""
+    gc.enable()
+    first, second = quiet_collector(), quiet_collector()
+    first.__enter__()
+    frozen = gc.get_freeze_count()
+    assert frozen > 0
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert gc.get_freeze_count() > frozen // 2
+    second.__exit__(None, None, None)
+    assert gc.get_freeze_count() == 0
+
+
 def test_a_caller_s_own_freeze_is_left_alone() -> None:
     gc.enable()
     gc.freeze()

@@ -21,7 +21,9 @@ the server its line. A notification no handler takes is dropped: silently when i
 method starts with `$/` (the protocol lets a server ignore those), else said there
 once per method a session; a response to no request of the server's (one whose id is not
 an id included) is said once, and so is a message with neither method nor id. A message
-with an id and neither method, result nor error is answered (InvalidRequest).
+with an id and neither method, result nor error is answered (InvalidRequest). A response
+that does not fit (an `error` that is not a JSON-RPC error object) is said in the client's
+log by the id it answers and what is wrong; the server's request of that id ends with it.
 
 Params are read by `_params.strict_converter`.
 """
@@ -242,6 +244,9 @@ class PipelineProtocol(LanguageServerProtocol):
                 message = self.structure_message(data)
             except JsonRpcException as exc:
                 wrong = misfits(exc)
+        if wrong is not None and method is None:  # a response: said by its request's id
+            self._misfit_response(data, wrong)
+            return
         if wrong is not None:
             misfit = JsonRpcInvalidParams(f"{method}: {wrong}")
             if is_request:
@@ -307,6 +312,22 @@ class PipelineProtocol(LanguageServerProtocol):
             return False
         return True
 
+    def _misfit_response(self, data: dict[str, Any], wrong: str) -> None:
+        """A response that does not fit (an `error` that is not a JSON-RPC error object, a
+        result of the wrong shape) is said in the client's log by the id it answers, and
+        the server's request of that id, if any, ends with that failure: it was said as
+        "None: invalid value ...", and the request waited for ever."""
+        msg_id = data["id"]
+        if "error" in data:
+            wrong = _error_misfit(data["error"]) or wrong
+            said = f"the response to request {shown(msg_id)} has a malformed 'error': {wrong}"
+        else:
+            said = f"the response to request {shown(msg_id)} does not fit: {wrong}"
+        self.log(f"{said}; ignored")
+        if isinstance(msg_id, str | int) and msg_id in self._request_futures:
+            failure = lsp.ResponseError(JsonRpcInternalError.CODE, f"converge-dsl: {said}")
+            super()._handle_response(msg_id, None, failure)
+
     def _knows(self, method: str) -> bool:
         try:
             self._get_handler(method)
@@ -362,3 +383,25 @@ def _reason(exc: BaseException) -> str:
     if type(exc) is ValueError:  # not a decoding error: Python's limit, said in its words
         return f"a number of more than {sys.get_int_max_str_digits()} digits"
     return str(exc)
+
+
+def _error_misfit(error: object) -> str | None:
+    """How a response's `error` member differs from a JSON-RPC error object (`code`, an
+    integer, and `message`, a string); None when it does not."""
+    expected = 'expected an object {"code": integer, "message": string}'
+    if not isinstance(error, dict):
+        return f"{expected}, not {shown(error)}"
+    wrong = [
+        f"'{name}' is missing" if name not in error else f"'{name}' is {shown(error[name])}"
+        for name, fits in (("code", _is_integer), ("message", _is_string))
+        if name not in error or not fits(error[name])
+    ]
+    return f"{expected}: {' and '.join(wrong)}" if wrong else None
+
+
+def _is_integer(value: object) -> bool:
+    return type(request_id(value)) is int  # JSON's integers: `1.0` too, never true or false
+
+
+def _is_string(value: object) -> bool:
+    return isinstance(value, str)

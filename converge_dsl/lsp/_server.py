@@ -2,10 +2,12 @@
 
 Opening or changing a pipeline schedules its analysis after `debounce` seconds;
 a change in the meantime starts the wait again, and the text analysed is the
-one the editor holds when the wait ends (the latest only). Analyses run one
-at a time off the event loop (a worker thread), so completion and hover answer
-while a large pipeline is checked; an analysis whose text has been replaced by
-the time it ends is dropped, and the newer one publishes. A change to a file a
+one the editor holds when the wait ends (the latest only). Analyses run off the
+event loop, in worker threads, so completion and hover answer while a large
+pipeline is checked; those of one file run one at a time, those of different
+files side by side (`ANALYSES_AT_ONCE`), so a small document's diagnostics do
+not wait for a large one's analysis to end. An analysis whose text has been
+replaced by the time it ends is dropped, and the newer one publishes. A change to a file a
 pipeline reads (its model script, cassette, the lock file; open, saved or
 changed on disk) re-checks that pipeline; a model script or test opened
 before its pipeline finds it in its folder. An open test file shows its own
@@ -28,7 +30,7 @@ import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -63,11 +65,17 @@ if TYPE_CHECKING:
 # than any debounce worth having; a change during an analysis waits for it to end.
 DEBOUNCE_S = 0.010
 
+# How many files are analysed at once, each in a worker thread: a small pipeline's check
+# (tens of milliseconds) then takes its share of the interpreter beside a large one's
+# (seconds near the file-size cap) instead of waiting for its end.
+ANALYSES_AT_ONCE = 4
+
 # A code's explanation (`converge-dsl explain`'s text), given by the command line.
 Explain = Callable[[str], str | None]
 
 
 _UNSEEN = object()
+_T = TypeVar("_T")
 
 
 class PipelineServer(LanguageServer):
@@ -93,7 +101,10 @@ class PipelineServer(LanguageServer):
         self._pending: dict[Path, asyncio.Task[None]] = {}
         self._waiting: set[Path] = set()  # whose pending check still waits for the pause
         self._finishing: set[asyncio.Task[None]] = set()  # replaced checks past their wait
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="converge-dsl-check")
+        self._worker = ThreadPoolExecutor(
+            max_workers=ANALYSES_AT_ONCE, thread_name_prefix="converge-dsl-check"
+        )
+        self._turns: dict[Path, asyncio.Lock] = {}  # one file's checks run one at a time
         # Which names an open test's last check read of its pipeline, so that a pipeline's
         # analysis re-checks the tests that read other names (`_UNSEEN`: not known, as when
         # the test read an editor's text no analysis has named yet).
@@ -266,6 +277,9 @@ class PipelineServer(LanguageServer):
             self.state.forget(path)
             self._analysed.pop(path, None)
             self._tests_saw.pop(path, None)
+        for path in set(self._turns) - needed:
+            if not self._turns[path].locked():  # else its check ends, then releases
+                del self._turns[path]
         for path in set(self._tested) - set(self.state.open):
             del self._tested[path]
 
@@ -392,10 +406,9 @@ class PipelineServer(LanguageServer):
             return
         display = self.state.display(path)
         open_texts = self.state.open_texts()
-        loop = asyncio.get_running_loop()
         try:
-            found = await loop.run_in_executor(
-                self._worker, check_test, path, text, display, open_texts, self.environ
+            found = await self._in_turn(
+                path, functools.partial(check_test, path, text, display, open_texts, self.environ)
             )
         except Exception as exc:  # an editor keeps its server through any text
             self.window_log_message(
@@ -437,10 +450,9 @@ class PipelineServer(LanguageServer):
             return
         display = self.state.display(path)
         previous = self.state.loaded(path)
-        loop = asyncio.get_running_loop()
         try:
-            analysis = await loop.run_in_executor(
-                self._worker,
+            analysis = await self._in_turn(
+                path,
                 functools.partial(
                     analyse,
                     path,
@@ -461,7 +473,7 @@ class PipelineServer(LanguageServer):
                 if self._tests_saw.get(test, _UNSEEN) != names:
                     self.schedule_test(test)
             # The editor model after the diagnostics: they are what the user waits for.
-            analysis = await loop.run_in_executor(self._worker, with_facts, analysis)
+            analysis = await self._in_turn(path, functools.partial(with_facts, analysis))
         except Exception as exc:  # an editor keeps its server through any text
             self.window_log_message(
                 lsp.LogMessageParams(
@@ -477,6 +489,11 @@ class PipelineServer(LanguageServer):
             self.state.remember(analysis)
         else:  # typed on meanwhile: still the last good model until a newer one is
             self.state.keep_good(analysis)
+
+    async def _in_turn(self, path: Path, call: Callable[[], _T]) -> _T:
+        """`call()` in a worker thread once the checks of `path` before it have ended."""
+        async with self._turns.setdefault(path, asyncio.Lock()):
+            return await asyncio.get_running_loop().run_in_executor(self._worker, call)
 
     def publish(self, analysis: Analysis) -> None:
         """Keep `analysis` and publish the diagnostics of every file it changes."""

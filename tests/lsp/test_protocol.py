@@ -534,3 +534,51 @@ def test_a_large_message_of_a_method_without_a_type_is_read_as_json(
     wire.send(frame({"jsonrpc": "2.0", "id": 4242, "result": {"all": objects}}))
     answer = wire.request("textDocument/hover", HOVER)
     assert (answer.get("error"), answer["result"]) == (None, None)
+
+
+_ERROR_OBJECT = 'expected an object {"code": integer, "message": string}'
+
+
+@pytest.mark.parametrize(
+    ("error", "why"),
+    [
+        ("boom", f'{_ERROR_OBJECT}, not "boom"'),
+        (5, f"{_ERROR_OBJECT}, not 5"),
+        ([1], f"{_ERROR_OBJECT}, not [1]"),
+        ({"code": "x", "message": "m"}, f"""{_ERROR_OBJECT}: 'code' is "x\""""),
+        ({"message": "m"}, f"{_ERROR_OBJECT}: 'code' is missing"),
+        ({"code": 1, "message": 2}, f"{_ERROR_OBJECT}: 'message' is 2"),
+        ({"code": True}, f"{_ERROR_OBJECT}: 'code' is true and 'message' is missing"),
+    ],
+)
+def test_a_response_with_a_malformed_error_is_said_by_its_id_and_what_is_wrong(
+    wire: Wire, project: Path, error: object, why: str
+) -> None:
+    """It was said in the client's log as "None: invalid value for type, expected int @
+    message.error.code; ...": neither which response nor what to fix."""
+    wire.initialize(project)
+    wire.send(frame({"jsonrpc": "2.0", "id": "req-7", "error": error}))
+    assert wire.request("textDocument/hover", HOVER)["result"] is None
+    assert wire.said() == [
+        f"converge-dsl: the response to request \"req-7\" has a malformed 'error': {why}; ignored"
+    ]
+    assert wire.request("shutdown")["result"] is None
+    code, stderr = wire.end()
+    assert (code, wire.unframed) == (0, [])
+    assert "Traceback" not in stderr
+
+
+def test_a_malformed_answer_to_the_servers_request_ends_that_request() -> None:
+    """The request waited for ever for an answer that had come."""
+    protocol = build_server(debounce=0).protocol
+    sent: list[Any] = []
+    protocol._send_data = sent.append  # type: ignore[method-assign]
+    initialize = {"id": 0, "method": "initialize", "params": {"capabilities": {}}}
+    protocol.receive(json.dumps({"jsonrpc": "2.0", **initialize}).encode())
+    waiting = protocol.send_request(lsp.WORKSPACE_CONFIGURATION, lsp.ConfigurationParams([]))
+    msg_id = sent[-1].id
+    protocol.receive(json.dumps({"jsonrpc": "2.0", "id": msg_id, "error": "boom"}).encode())
+    assert waiting.done()
+    assert f"the response to request {json.dumps(msg_id)} has a malformed 'error'" in str(
+        waiting.exception()
+    )

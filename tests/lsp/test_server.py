@@ -14,6 +14,7 @@ import pytest
 from lsprotocol import types as lsp
 
 from converge_dsl.lsp import _server, build_server
+from tests.lsp._wire_client import Wire
 
 pytestmark = pytest.mark.asyncio
 DATA = Path(__file__).parent / "data"
@@ -121,8 +122,14 @@ async def test_closing_documents_leaves_nothing_of_them(tmp_path: Path) -> None:
     state = server.state
     held = (state.open, state.latest, state.good, state.found, state.related)
     assert held == ({}, {}, {}, {}, {})
-    held_by_server = (server._buffers, server._pending, server._analysed, server._tests_saw)
-    assert held_by_server == ({}, {}, {}, {})
+    held_by_server = (
+        server._buffers,
+        server._pending,
+        server._analysed,
+        server._tests_saw,
+        server._turns,
+    )
+    assert held_by_server == ({}, {}, {}, {}, {})
     assert server._published == {}
 
 
@@ -396,3 +403,49 @@ async def test_the_pipeline_a_test_names_is_read_once_a_text(
         server._worker.shutdown(wait=True)
     assert len(read) == len(set(read)) == 5
     assert _held(server) == NOTHING_HELD
+
+
+_LARGE_HEAD = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: large
+seeds:
+  - {id: market, content: "Nordic logistics"}
+suggestors:
+"""
+_LARGE_RULE = """\
+  - name: rule-{i}
+    kind: rule
+    dependencies: [seeds]
+    when: "count('seeds') >= {i} and not has('strategies')"
+    emit:
+      - key: strategies
+        id: "strategy-{i}"
+        content: "Act on {{{{ facts.seeds | map(attribute='content') | join(', ') }}}}"
+"""
+
+
+async def test_a_small_documents_diagnostics_do_not_wait_for_a_large_ones(
+    wire: Wire, project: Path
+) -> None:
+    """A real server: a pipeline of thousands of suggestors is opened, then a small one with
+    an error. The small one's diagnostics came after the large one's: one analysis ran at a
+    time, and the large one had started first."""
+    large = project / "large.yaml"
+    large.write_text(
+        _LARGE_HEAD + "".join(_LARGE_RULE.format(i=i) for i in range(4000)), encoding="utf-8"
+    )
+    wire.initialize(project)
+    large_uri, _ = wire.open(large)
+    small_uri, _ = wire.open(project / "broken.yaml")
+    published = "textDocument/publishDiagnostics"
+    await asyncio.to_thread(
+        wire.notification, published, lambda p: p["uri"] == large_uri, timeout=120
+    )
+    uris = [m["params"]["uri"] for m in wire.received if m.get("method") == published]
+    assert small_uri in uris
+    assert uris.index(small_uri) < uris.index(large_uri)
+    small = next(m["params"] for m in wire.received if m.get("params", {}).get("uri") == small_uri)
+    assert small["diagnostics"]  # its error
+    assert wire.request("shutdown")["result"] is None
+    assert wire.end()[0] == 0
