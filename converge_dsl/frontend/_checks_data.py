@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean
+from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean, suggestion
 from converge_dsl.frontend._facts import PipelineFacts
 from converge_dsl.frontend._kinds import TemplateSite
 
@@ -107,7 +107,7 @@ def _meta_errors(
         hint = "see https://json-schema.org/draft/2020-12/json-schema-validation"
         if where and where[-1] == "type":
             guess = did_you_mean(str(error.instance), _TYPES)
-            hint = f"did you mean {guess!r}?" if guess else f"types: {', '.join(_TYPES)}"
+            hint = suggestion(guess) if guess else f"types: {', '.join(_TYPES)}"
         yield facts.error(
             codes.KEY_SCHEMA_INVALID,
             f"{what}: the schema is not valid JSON Schema 2020-12 at "

@@ -21,7 +21,7 @@ from typing import Any
 
 from converge_dsl import codes
 from converge_dsl._record import Record
-from converge_dsl.diagnostics import Severity, did_you_mean
+from converge_dsl.diagnostics import Severity, did_you_mean, suggestion
 from converge_dsl.frontend import _joined_keys
 from converge_dsl.frontend._dataschema import DataShape
 from converge_dsl.frontend._mininodes import Const, Slot
@@ -228,7 +228,7 @@ class Walker:
                     Finding(
                         codes.UNKNOWN_DATA_FIELD,
                         f"{base.label} has no field {name!r}",
-                        f"did you mean {guess!r}?"
+                        suggestion(guess)
                         if guess
                         else f"its fields: {', '.join(names) or '(none)'}",
                         lineno,
@@ -244,7 +244,7 @@ class Walker:
                         f"{base.label} has no field {name!r}: {base.source} names only "
                         f"{', '.join(names)}, so reading it fails at run time unless the data "
                         "has it anyway",
-                        f"did you mean {guess!r}? (or add {name!r} to the schema's properties)"
+                        suggestion(guess) + f" (or add {name!r} to the schema's properties)"
                         if guess
                         else f"add {name!r} to the schema's properties, or read a field it names",
                         lineno,
@@ -261,8 +261,7 @@ class Walker:
             Finding(
                 codes.UNKNOWN_FACT_ATTRIBUTE,
                 f"facts have no attribute {name!r}",
-                (f"did you mean {guess!r}? " if guess else "")
-                + f"a fact has {', '.join(FACT_FIELDS)}",
+                (suggestion(guess) + " " if guess else "") + f"a fact has {', '.join(FACT_FIELDS)}",
                 lineno,
                 _needle(name, mark),
                 Severity.ERROR,
