@@ -206,25 +206,38 @@ def _item_for(site: TemplateSite, items: Mapping[JsonPath, Any]) -> Any:
 
 
 def _locate(facts: PipelineFacts, site: TemplateSite, lineno: int, needle: str) -> SourceSpan:
-    """The span of `needle` (`.field`, `['field']`, a literal, a bare field name) in the
+    """The span of `needle` (`.field`, `[field`, a literal, a bare field name) in the
     template, searched from its line `lineno` on (a folded scalar joins lines: then
-    anywhere), mapped through the source map; the field name or the literal is marked."""
+    anywhere), mapped through the source map; the field name or the literal is marked
+    (`[field`: the subscript's literal, or its joined literals, that make `field`)."""
     text = site.text
+    start = 0
+    for _ in range(lineno - 1):
+        start = text.find("\n", start) + 1 or len(text)
+    mark = next(_marks(text, needle, start), None) or next(_marks(text, needle, 0), None)
+    if mark is None:
+        return facts.document.template_span(site.path, lineno)
+    return facts.document.text_span(site.path, text, *mark)
+
+
+def _marks(text: str, needle: str, begin: int) -> Iterator[tuple[int, int]]:
+    """Where `needle` is in `text` from `begin` on, in order (see `_locate`)."""
+    if needle.startswith("["):
+        from converge_dsl.frontend import _joined_keys
+
+        for bracket in re.compile(r"\[").finditer(text, begin):
+            found = _joined_keys.span(text, bracket.end(), needle[1:])
+            if found is not None:
+                yield found
+        return
     if needle.startswith("."):
         pattern = rf"\.\s*(?P<mark>{re.escape(needle[1:])})(?!\w)"
-    elif needle.startswith("["):
-        pattern = rf"\[\s*(?P<q>['\"])(?P<mark>{re.escape(needle[2:-2])})(?P=q)"
     elif needle.startswith("'"):
         pattern = rf"(?P<mark>(?P<q>['\"]){re.escape(needle[1:-1])}(?P=q))"
     else:
         pattern = rf"(?<![\w])(?P<mark>{re.escape(needle)})(?![\w])"
-    start = 0
-    for _ in range(lineno - 1):
-        start = text.find("\n", start) + 1 or len(text)
-    match = re.compile(pattern).search(text, start) or re.search(pattern, text)
-    if match is None:
-        return facts.document.template_span(site.path, lineno)
-    return facts.document.text_span(site.path, text, *match.span("mark"))
+    for match in re.compile(pattern).finditer(text, begin):
+        yield match.span("mark")
 
 
 def constant_data(facts: PipelineFacts) -> Iterator[Diagnostic]:

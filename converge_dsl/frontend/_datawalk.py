@@ -277,8 +277,9 @@ class Walker:
         if type(arg).__name__ == "Const":
             value = self.const(arg)
         else:
-            # `facts['ti' ~ 'ckets']` names a key, read as the key checks read it
-            value = self.name_in(arg) if isinstance(base, _Namespace) else None
+            # `facts['ti' ~ 'ckets']` names a key, read as the key checks read it, and
+            # `data['categ' ~ 'ory']` a field, as `data['category']` does
+            value = self.name_in(arg)
             if value is None:
                 self.value(arg, scope)
                 return None
@@ -472,9 +473,10 @@ def _names(target: Any) -> list[str]:
 
 
 def _needle(name: str, mark: str) -> str:
-    """The text to find for a field read as `.name`, `['name']` or inside a string."""
+    """The text to find for a field read as `.name`, `['name']` (`[name`: one literal or
+    joined ones, `['na' ~ 'me']`) or inside a string."""
     if mark == ".":
         return f".{name}"
     if mark == "[":
-        return f"[{name!r}]"
+        return f"[{name}"
     return name

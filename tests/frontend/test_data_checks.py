@@ -81,6 +81,39 @@ def test_an_unknown_field_is_found_through_every_path(template: str) -> None:
     assert line[found[0][2] - 1 :].startswith("categry")
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ fact('tickets', 't1').data['cat' ~ 'egry'] }}",
+        "{{ fact('tickets', 't1').data['cat' + 'egry'] }}",
+        "{{ facts.tickets[0].data[('c' ~ 'at') ~ 'egry'] }}",
+        "{% if true %}{{ fact('tickets', 't1').data['cat' ~ 'egry'] }}{% endif %}",  # Jinja's
+    ],
+)
+def test_a_data_field_joined_from_string_literals_is_read_as_their_join(template: str) -> None:
+    """Before, `data['cat' ~ 'egry']` was not read at all: no finding where
+    `data['categry']` has one. The caret is on the joined literals."""
+    found = _found(_diagnostics(_rule(template)))
+    assert [(code, hint) for code, _, _, hint in found] == [
+        (codes.UNKNOWN_DATA_FIELD, "did you mean 'category'?")
+    ]
+    line = (TICKETS + _rule(template)).splitlines()[found[0][1] - 1]
+    joined = template.split("data[")[1].split("]", maxsplit=1)[0].lstrip("(")
+    assert line[found[0][2] - 1 :].startswith(joined)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ fact('tickets', 't1').data['categ' ~ 'ory'] }}",
+        "{{ fact('tickets', 't1').data['cat' ~ inputs.x] }}",  # not constant: not read
+        "{{ fact('tickets', 't1').data['cat' ~ 1] }}",
+    ],
+)
+def test_a_data_field_joined_to_a_known_one_or_not_constant_is_no_finding(template: str) -> None:
+    assert _found(_diagnostics(_rule(template))) == []
+
+
 def test_nested_arrays_and_objects_are_followed() -> None:
     found = _found(_diagnostics(_rule("{{ facts.tickets[0].data.tags[0].nme }}")))
     assert [hint for *_, hint in found] == ["did you mean 'name'?"]
