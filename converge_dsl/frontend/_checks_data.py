@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
@@ -22,7 +23,7 @@ from converge_dsl.frontend._facts import PipelineFacts
 from converge_dsl.frontend._kinds import TemplateSite
 
 if TYPE_CHECKING:
-    from converge_dsl.frontend._datawalk import Finding
+    from converge_dsl.frontend._datawalk import Finding, Reads
 
 _READS_FACTS = re.compile(r"fact|proposals|data_of|item")
 _TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
@@ -146,19 +147,26 @@ def data_fields(facts: PipelineFacts) -> Iterator[Diagnostic]:
 
     items = _item_shapes(facts)
     # Expressions that differ only outside their `{{ }}` blocks, or not at all, are walked once.
-    walked: dict[tuple[int, tuple[object, ...], int], list[Finding]] = {}
+    walked: dict[tuple[int, tuple[object, ...], int], tuple[list[Finding], Reads]] = {}
     for site in sites:
         item = _item_for(site, items)
         trees = parsed(site.text, expression=site.expression)
         if trees is not None:
             findings: list[Finding] = []
+            before: Reads = {}  # the reads of the site's earlier expressions, by line
             for lineno, tree, literals in trees:
                 key = (id(tree), literals, id(item))
                 if key not in walked:
-                    walked[key] = Walker(facts.key_schemas, item).walk_expressions(
-                        ((1, tree, literals),)
-                    )
-                findings += [f._replace(lineno=f.lineno + lineno - 1) for f in walked[key]]
+                    walker = Walker(facts.key_schemas, item)
+                    walked[key] = (walker.walk_expressions(((1, tree, literals),)), walker.reads)
+                found, reads = walked[key]
+                for f in found:
+                    line = f.lineno + lineno - 1
+                    earlier = before.get((line, f.needle), 0)
+                    findings.append(f._replace(lineno=line, occurrence=f.occurrence + earlier))
+                for (line, needle), count in reads.items():
+                    place = (line + lineno - 1, needle)
+                    before[place] = before.get(place, 0) + count
         else:
             from converge_dsl.frontend._jinja_parse import parse
 
@@ -170,7 +178,7 @@ def data_fields(facts: PipelineFacts) -> Iterator[Diagnostic]:
             yield Diagnostic.at(
                 finding.code,
                 finding.message,
-                _locate(facts, site, finding.lineno, finding.needle),
+                _locate(facts, site, finding.lineno, finding.needle, finding.occurrence),
                 path=site.path,
                 hint=finding.hint,
                 severity=finding.severity,
@@ -205,19 +213,23 @@ def _item_for(site: TemplateSite, items: Mapping[JsonPath, Any]) -> Any:
     return items.get(site.path[:-1]) if "item" in site.names else None
 
 
-def _locate(facts: PipelineFacts, site: TemplateSite, lineno: int, needle: str) -> SourceSpan:
+def _locate(
+    facts: PipelineFacts, site: TemplateSite, lineno: int, needle: str, occurrence: int = 0
+) -> SourceSpan:
     """The span of `needle` (`.field`, `[field`, a literal, a bare field name) in the
-    template, searched from its line `lineno` on (a folded scalar joins lines: then
-    anywhere), mapped through the source map; the field name or the literal is marked
-    (`[field`: the subscript's literal, or its joined literals, that make `field`)."""
+    template: its `occurrence`-th from its line `lineno` on, counted from 0 (the last
+    found when there are fewer; a folded scalar joins lines: then the first anywhere),
+    mapped through the source map; the field name or the literal is marked (`[field`:
+    the subscript's literal, or its joined literals, that make `field`)."""
     text = site.text
     start = 0
     for _ in range(lineno - 1):
         start = text.find("\n", start) + 1 or len(text)
-    mark = next(_marks(text, needle, start), None) or next(_marks(text, needle, 0), None)
-    if mark is None:
+    marks = list(islice(_marks(text, needle, start), occurrence + 1))
+    marks = marks or list(islice(_marks(text, needle, 0), 1))
+    if not marks:
         return facts.document.template_span(site.path, lineno)
-    return facts.document.text_span(site.path, text, *mark)
+    return facts.document.text_span(site.path, text, *marks[-1])
 
 
 def _marks(text: str, needle: str, begin: int) -> Iterator[tuple[int, int]]:
