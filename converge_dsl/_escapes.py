@@ -4,7 +4,8 @@
 newline and tab, DEL, C1 and the bidi controls (U+202A-U+202E, U+2066-U+2069).
 `HIDDEN`, a wider one, is what a reader does not see as itself: what a fact id
 may not hold (`converge_dsl._fact_ids`) and what a message naming a key says
-how the file writes (CD250).
+how the file writes (CD250); a tag character too, but within a well-formed emoji
+tag sequence (a flag), which `HIDDEN` matches whole and a search skips.
 `escaped(match)` is a matched character's visible escape, `\\xNN` below U+0100,
 `\\uNNNN` to U+FFFF and `\\UNNNNNNNN` above (a fixed width each, as Python and YAML
 read them: `\\ue0041` would read as U+E004 and a `1`): what `frontend.terminal_safe`,
@@ -36,11 +37,22 @@ UNSHOWN = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 # and joiner (U+200C, U+200D): Persian and Indic words are spelled with them and emoji
 # sequences are joined by them (the pages show one outside an emoji sequence marked); nor
 # the Mongolian vowel separator (U+180E), which spells Mongolian words as they do.
-HIDDEN = "[\x00-\x1f\x7f-\x9f\xad\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+# The tag characters (U+E0000-U+E007F) are hidden but inside an emoji tag sequence (a
+# flag: U+1F3F4, tags U+E0020-U+E007E, the cancel tag U+E007F), which the first
+# alternative matches whole so that no tag of it is matched alone (`escaped` gives it
+# back as it is).
+HIDDEN = (
+    "\U0001f3f4[\U000e0020-\U000e007e]+\U000e007f"
+    "|[\x00-\x1f\x7f-\x9f\xad\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2069\ufeff"
+    "\U000e0000-\U000e007f]"
+)
 
 
 def escaped(found: re.Match[str]) -> str:
-    """The visible escape of the one character `found` matched."""
+    """The visible escape of the one character `found` matched; an emoji tag sequence
+    `HIDDEN` matched whole (a flag) as it is."""
+    if len(found.group()) > 1:
+        return found.group()
     code = ord(found.group())
     if code < 0x100:
         return f"\\x{code:02x}"

@@ -5,8 +5,9 @@ compared by people: `id_problem(text)` refuses one holding a NUL byte, another
 control character (line breaks and tabs included), a character most editors
 and pages do not show (`converge_dsl._escapes.HIDDEN`: a bidi control, a
 zero-width space or direction mark (the Arabic letter mark too), a line or
-paragraph separator, a soft hyphen, a byte-order mark; not the zero-width
-joiners, which spell words and emoji), or a `..` segment between slashes
+paragraph separator, a soft hyphen, a byte-order mark, a tag character outside
+an emoji tag sequence; not the zero-width joiners, which spell words and emoji,
+nor a flag's tags), or a `..` segment between slashes
 (`a/../b`), which reads as a path up a folder. Anything else is an id as before.
 `id_refusal(text)` is the promotion gate's reason for an id it refuses (a blank
 one too), as the gate and an agent's `context.propose` tool both say it.
@@ -28,7 +29,8 @@ _PARENT = re.compile(r"(?:^|(?<=[/\\]))\.\.(?=[/\\]|$)")
 
 def id_problem(text: str) -> str | None:
     """Why `text` cannot be a fact id (`holds a NUL byte`...), or None."""
-    found = _HIDDEN.search(text)
+    # a match of more than one character is an emoji tag sequence (a flag): allowed
+    found = next((m for m in _HIDDEN.finditer(text) if len(m.group()) == 1), None)
     if found is not None:
         char = found.group()
         if char == "\x00":

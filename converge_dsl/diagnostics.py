@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from converge_dsl._escapes import escaped
+from converge_dsl._escapes import escaped, written
 from converge_dsl._record import Record
 
 if TYPE_CHECKING:
@@ -205,8 +205,14 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     return matches[0] if matches else None
 
 
+def suggestion(guess: str) -> str:
+    """`did you mean 'guess'?`, the name quoted as every message quotes a name
+    (`converge_dsl._escapes.written`: `'a\\x27b'`, `'a\\x0ab'`, never Python's repr)."""
+    return f"did you mean '{written(guess)}'?"
+
+
 def unknown_name_hint(word: str, candidates: Iterable[str], otherwise: str) -> str:
-    """The hint for an unknown name: `did you mean 'x'?` when `word` is a likely typo
-    of a candidate, else `otherwise` (what the known names are, say)."""
+    """The hint for an unknown name: `did you mean 'x'?` (`suggestion`) when `word` is a
+    likely typo of a candidate, else `otherwise` (what the known names are, say)."""
     guess = did_you_mean(word, candidates)
-    return f"did you mean {guess!r}?" if guess else otherwise
+    return suggestion(guess) if guess else otherwise

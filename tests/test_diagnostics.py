@@ -10,6 +10,17 @@ def test_a_likely_typo_gets_did_you_mean() -> None:
     assert hint == "did you mean 'analyst'?"
 
 
+def test_a_guess_is_quoted_as_every_message_quotes_a_name() -> None:
+    """A quote, a line break or a hidden character in the name guessed reads as
+    `_escapes.written` writes it (as the message naming it does), not as Python's repr."""
+    assert unknown_name_hint("its", ["it's"], "") == "did you mean 'it\\x27s'?"
+    from converge_dsl.diagnostics import suggestion
+
+    assert suggestion("a\nb") == "did you mean 'a\\x0ab'?"
+    assert suggestion("a\u200bb\\") == "did you mean 'a\\u200bb\\\\'?"
+    assert suggestion("plain") == "did you mean 'plain'?"
+
+
 def test_a_name_like_none_gets_the_fallback() -> None:
     hint = unknown_name_hint("zzz", {"analyst": 1}, "declared: analyst")
     assert hint == "declared: analyst"

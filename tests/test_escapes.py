@@ -74,6 +74,25 @@ def test_characters_that_spell_words_are_not_hidden(code: int) -> None:
     assert re.fullmatch(HIDDEN, chr(code)) is None
 
 
+SCOTLAND = "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("a\U000e0041b", "a\\U000e0041b"),  # a lone tag character shows as nothing
+        ("\U000e007f", "\\U000e007f"),
+        (f"flag {SCOTLAND}!", f"flag {SCOTLAND}!"),  # a flag is spelled with them
+        (SCOTLAND[:-1], "\U0001f3f4\\U000e0067\\U000e0062\\U000e0073\\U000e0063\\U000e0074"),
+        ("\U0001f3f4\U000e007f", "\U0001f3f4\\U000e007f"),  # no tag between: not a flag
+        (SCOTLAND + "\U000e007f", SCOTLAND + "\\U000e007f"),  # a cancel tag past the flag
+        ("x\U000e0041" + SCOTLAND, "x\\U000e0041" + SCOTLAND),
+    ],
+)
+def test_tag_characters_are_hidden_but_in_a_flag(text: str, shown: str) -> None:
+    assert written(text) == shown
+
+
 def test_what_the_pages_show_as_invisible_is_hidden() -> None:
     """Every character `page_name` writes as `⟨U+...⟩` but its own bracket and the
     joiners (which the pages keep inside an emoji sequence) is `HIDDEN`."""

@@ -14,6 +14,8 @@ from converge_dsl._fact_ids import id_problem, shown_id
         # zero-width non-joiner and joiner: Persian spelling, emoji sequences
         "فارسی\u200cنیم", "\U0001f468\u200d\U0001f469\u200d\U0001f467 family",
         "flag\U0001f3f3\ufe0f\u200d\U0001f308", "a\xa0b",
+        # the flag of Scotland: U+1F3F4, the tags g b s c t, the cancel tag U+E007F
+        "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",
     ],
 )  # fmt: skip
 def test_ids_allowed_as_before(text: str) -> None:
@@ -34,6 +36,8 @@ def test_ids_allowed_as_before(text: str) -> None:
         ("a\u2028b", "holds a hidden character (U+2028)", "a\\u2028b"),
         ("a\xadb", "holds a hidden character (U+00AD)", "a\\xadb"),
         ("a\u061cb", "holds a hidden character (U+061C)", "a\\u061cb"),
+        ("a\U000e0041b", "holds a hidden character (U+E0041)", "a\\U000e0041b"),
+        ("\U0001f3f4\U000e0067b", "holds a hidden character (U+E0067)", "\U0001f3f4\\U000e0067b"),
         ("..", "has '..' as a path segment (a folder up)", "%2E%2E"),
         ("a/../b", "has '..' as a path segment (a folder up)", "a/%2E%2E/b"),
         ("a\\..", "has '..' as a path segment (a folder up)", "a\\\\%2E%2E"),

@@ -309,12 +309,12 @@ def _model(ctx: CompileContext, name: str, path: JsonPath) -> Model:
     try:
         return ctx.models[name]
     except KeyError:
-        from converge_dsl.diagnostics import did_you_mean
+        from converge_dsl.diagnostics import did_you_mean, suggestion
 
         guess = did_you_mean(name, ctx.models)
         raise ctx.invalid(
             codes.UNKNOWN_MODEL,
             f"model {name!r} is not declared under `models`",
             path,
-            hint=f"did you mean {guess!r}?" if guess else None,
+            hint=suggestion(guess) if guess else None,
         ) from None

@@ -49,7 +49,7 @@ from converge_dsl.compiler import (
     compile_context,
     compile_settings,
 )
-from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.diagnostics import did_you_mean, suggestion
 from converge_dsl.engine import Budget, UsageMeter
 from converge_dsl.engine.context import Context
 from converge_dsl.engine.types import ContextView, Fact, PromotionRecord
@@ -394,7 +394,7 @@ def plan_pipeline(
             guess = did_you_mean(agent, [spec.name for spec in specs])
             raise UsageError(
                 f"no agent named {agent!r} in {name}",
-                hint=f"did you mean {guess!r}?"
+                hint=suggestion(guess)
                 if guess
                 else f"agents: {', '.join(spec.name for spec in specs) or 'none'}",
                 code=codes.ARGUMENTS_REFUSED,

@@ -32,7 +32,7 @@ import jsonschema
 from converge_dsl._fact_ids import id_refusal
 from converge_dsl._json_pointer import error_pointer
 from converge_dsl.compiler import ToolCaller
-from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.diagnostics import did_you_mean, suggestion
 from converge_dsl.engine.types import (
     ContextView,
     Fact,
@@ -154,7 +154,7 @@ class ToolBox:
         names = self.names
         if call.name not in names:
             guess = did_you_mean(call.name, names)
-            extra = f"; did you mean {guess!r}?" if guess else ""
+            extra = "; " + suggestion(guess) if guess else ""
             return ToolResultPart(
                 call.id,
                 f"unknown tool {call.name!r}{extra} (available: {', '.join(names)})",

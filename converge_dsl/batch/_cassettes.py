@@ -26,6 +26,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from converge_dsl import codes
+from converge_dsl._escapes import written
 from converge_dsl.diagnostics import Diagnostic, Severity
 from converge_dsl.errors import PipelineInvalid, UsageError
 
@@ -83,7 +84,7 @@ def check_cassettes(
     diagnostic per case, or `UsageError` for a recording already there."""
     if replay and not folder.is_dir():
         raise UsageError(
-            f"{option}: {str(folder)!r} is not a folder of cassettes",
+            f"{option}: '{written(str(folder))}' is not a folder of cassettes",
             hint=f"record one with {option.replace('--replay', '--record')} DIR",
             code=codes.PATH_NOT_FOUND,
         )
@@ -97,7 +98,7 @@ def check_cassettes(
                 _located(
                     codes.CASE_CASSETTE_CLASH,
                     f"{what} {case.label} and {what} {first.label} would share the "
-                    f"cassette {name!r} in {option} {str(folder)!r}",
+                    f"cassette '{written(name)}' in {option} '{written(str(folder))}'",
                     case,
                     f"give each {what} its own `id` (a cassette is named by the id, "
                     "else by the index)",
@@ -109,7 +110,8 @@ def check_cassettes(
             problems.append(
                 _located(
                     codes.CASE_CASSETTE_MISSING,
-                    f"{what} {case.label} has no cassette: {option} holds no file {str(path)!r}",
+                    f"{what} {case.label} has no cassette: {option} holds no file "
+                    f"'{written(str(path))}'",
                     case,
                     f"record the {what}s again with {option.replace('--replay', '--record')}"
                     " DIR, or remove this one",
@@ -123,7 +125,7 @@ def check_cassettes(
         path = cassette_of(folder, case)
         if path.is_file() and path.stat().st_size > 0:
             raise UsageError(
-                f"{option} {str(folder)!r} already holds the cassette of {what} "
+                f"{option} '{written(str(folder))}' already holds the cassette of {what} "
                 f"{case.label} ({path.name}); recording onto it would mix two runs",
                 hint=f"add --overwrite to record afresh over it, or give {option} a new folder",
                 code=codes.OUTPUT_REFUSED,

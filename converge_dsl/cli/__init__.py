@@ -219,7 +219,7 @@ class _Parser(argparse.ArgumentParser):
         The known ones are this parser's and its sub-commands' (`pack info --rpeo`: the
         sub-command's unknown options reach the command's parser).
         """
-        from converge_dsl.diagnostics import did_you_mean
+        from converge_dsl.diagnostics import did_you_mean, suggestion
 
         # compared without their dashes, which every option shares: `--bogus` is no
         # typo of `--out`, though the two read 0.67 alike with them
@@ -228,7 +228,7 @@ class _Parser(argparse.ArgumentParser):
             if word.startswith("--"):
                 guess = did_you_mean(word.split("=", 1)[0].removeprefix("--"), known)
                 if guess is not None:
-                    return f"did you mean {known[guess]!r}?"
+                    return suggestion(known[guess])
         return None
 
 
@@ -382,12 +382,12 @@ def _dispatch(args: list[str], io: CommandIO) -> int:
         return EXIT_OK
     name = args[0]
     if name not in COMMANDS:
-        from converge_dsl.diagnostics import did_you_mean
+        from converge_dsl.diagnostics import did_you_mean, suggestion
 
         guess = did_you_mean(name, COMMANDS)
         raise UsageError(
             f"unknown command {name!r}",
-            hint=f"did you mean {guess!r}?" if guess else "see 'converge-dsl --help'",
+            hint=suggestion(guess) if guess else "see 'converge-dsl --help'",
             code=codes.ARGUMENTS_REFUSED,
         )
     module_name, summary = COMMANDS[name]

@@ -117,6 +117,7 @@ def _sections(given: list[str]) -> frozenset[str]:
     a `UsageError` with the closest known name."""
     import difflib
 
+    from converge_dsl.diagnostics import suggestion
     from converge_dsl.pipetest import DIFF_SECTIONS
 
     names = [n.strip() for option in given for n in option.split(",") if n.strip()]
@@ -125,7 +126,7 @@ def _sections(given: list[str]) -> frozenset[str]:
             guess = difflib.get_close_matches(name.replace("_", "-"), DIFF_SECTIONS, n=1)
             raise UsageError(
                 f"--ignore: {name!r} is not a section of a diff",
-                hint=(f"did you mean {guess[0]!r}? " if guess else "")
+                hint=(suggestion(guess[0]) + " " if guess else "")
                 + "the sections: "
                 + ", ".join(DIFF_SECTIONS),
                 code=codes.ARGUMENTS_REFUSED,

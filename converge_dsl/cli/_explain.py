@@ -105,7 +105,7 @@ def _normalise(word: str, names: dict[str, str]) -> str:
 
 def find(word: str) -> Explanation:
     """The explanation of the code `word` names; `UsageError` (did you mean) if none does."""
-    from converge_dsl.diagnostics import did_you_mean
+    from converge_dsl.diagnostics import did_you_mean, suggestion
 
     names = defined_codes()
     code = _normalise(word, names)
@@ -116,9 +116,7 @@ def find(word: str) -> Explanation:
         )
         raise UsageError(
             f"unknown diagnostic code {word!r}",
-            hint=f"did you mean {guess!r}?"
-            if guess
-            else "run 'converge-dsl explain' to list every code",
+            hint=suggestion(guess) if guess else "run 'converge-dsl explain' to list every code",
             code=codes.ARGUMENTS_REFUSED,
         )
     explanations = load()

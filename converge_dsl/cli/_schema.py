@@ -36,14 +36,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl._resources import read_schema_text
-    from converge_dsl.diagnostics import did_you_mean
+    from converge_dsl.diagnostics import did_you_mean, suggestion
 
     name: str = args.name
     if name not in NAMES:
         guess = did_you_mean(name, NAMES)
         raise UsageError(
             f"unknown schema {name!r}",
-            hint=f"did you mean {guess!r}?" if guess else f"one of: {', '.join(NAMES)}",
+            hint=suggestion(guess) if guess else f"one of: {', '.join(NAMES)}",
             code=codes.ARGUMENTS_REFUSED,
         )
     try:

@@ -157,14 +157,14 @@ class CompileContext:
             raise self._compile_error(exc, path) from None
         unknown = sorted(compiled.names - self.scopes.names - extra)
         if unknown:
-            from converge_dsl.diagnostics import did_you_mean
+            from converge_dsl.diagnostics import did_you_mean, suggestion
 
             guess = did_you_mean(unknown[0], sorted(self.scopes.names | extra))
             raise self.invalid(
                 codes.COMPILE_UNKNOWN_NAME,
                 f"template reads unknown name {unknown[0]!r}",
                 path,
-                hint=f"did you mean {guess!r}?" if guess else NAMES_HINT,
+                hint=suggestion(guess) if guess else NAMES_HINT,
             )
         try:
             compiled.check()

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 from converge_dsl import codes
 from converge_dsl._fact_ids import shown_id
-from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.diagnostics import did_you_mean, suggestion
 from converge_dsl.engine import events as ev
 from converge_dsl.engine._data import held_text, same_fact
 from converge_dsl.engine._opening import pending_event
@@ -343,7 +343,7 @@ class Admission:
             StopReason.ERROR,
             KernelError(
                 f"proposal {proposal.id!r} targets unknown key {proposal.key!r}",
-                hint=f"did you mean {close!r}?" if close else "declare the key in `keys:`",
+                hint=suggestion(close) if close else "declare the key in `keys:`",
                 suggestor=name,
                 cycle=cycle,
             ),

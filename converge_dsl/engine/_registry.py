@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.diagnostics import did_you_mean, suggestion
 from converge_dsl.engine.types import Suggestor
 from converge_dsl.errors import ConvergeError
 
@@ -58,7 +58,7 @@ class Registry:
                 close = did_you_mean(key, self._known_keys)
                 raise ConvergeError(
                     f"suggestor {name!r} depends on unknown key {key!r}",
-                    hint=f"did you mean {close!r}?" if close else "declare the key in `keys:`",
+                    hint=suggestion(close) if close else "declare the key in `keys:`",
                     code=codes.API_MISUSE,
                 )
         if suggestor.provenance().is_empty:

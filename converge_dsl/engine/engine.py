@@ -32,7 +32,7 @@ from typing import Literal
 
 from converge_dsl import codes
 from converge_dsl.clock import Clock, SystemClock
-from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.diagnostics import did_you_mean, suggestion
 from converge_dsl.engine._admission import Admission
 from converge_dsl.engine._registry import Registry
 from converge_dsl.engine._run import Run
@@ -158,7 +158,7 @@ class Engine:
             close = did_you_mean(unknown[0], ids)
             raise UsageError(
                 f"no pending proposal has id {unknown[0]!r}",
-                hint=f"did you mean {close!r}?" if close else f"pending: {', '.join(ids)}",
+                hint=suggestion(close) if close else f"pending: {', '.join(ids)}",
                 code=codes.INPUT_REFUSED,
             )
         undecided = [item for item in ids if item not in decisions]

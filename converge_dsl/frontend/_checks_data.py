@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean
+from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean, suggestion
 from converge_dsl.frontend._facts import PipelineFacts
 from converge_dsl.frontend._kinds import TemplateSite
 
 if TYPE_CHECKING:
-    from converge_dsl.frontend._datawalk import Finding
+    from converge_dsl.frontend._datawalk import Finding, Reads
 
 _READS_FACTS = re.compile(r"fact|proposals|data_of|item")
 _TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
@@ -107,7 +108,7 @@ def _meta_errors(
         hint = "see https://json-schema.org/draft/2020-12/json-schema-validation"
         if where and where[-1] == "type":
             guess = did_you_mean(str(error.instance), _TYPES)
-            hint = f"did you mean {guess!r}?" if guess else f"types: {', '.join(_TYPES)}"
+            hint = suggestion(guess) if guess else f"types: {', '.join(_TYPES)}"
         yield facts.error(
             codes.KEY_SCHEMA_INVALID,
             f"{what}: the schema is not valid JSON Schema 2020-12 at "
@@ -146,19 +147,26 @@ def data_fields(facts: PipelineFacts) -> Iterator[Diagnostic]:
 
     items = _item_shapes(facts)
     # Expressions that differ only outside their `{{ }}` blocks, or not at all, are walked once.
-    walked: dict[tuple[int, tuple[object, ...], int], list[Finding]] = {}
+    walked: dict[tuple[int, tuple[object, ...], int], tuple[list[Finding], Reads]] = {}
     for site in sites:
         item = _item_for(site, items)
         trees = parsed(site.text, expression=site.expression)
         if trees is not None:
             findings: list[Finding] = []
+            before: Reads = {}  # the reads of the site's earlier expressions, by line
             for lineno, tree, literals in trees:
                 key = (id(tree), literals, id(item))
                 if key not in walked:
-                    walked[key] = Walker(facts.key_schemas, item).walk_expressions(
-                        ((1, tree, literals),)
-                    )
-                findings += [f._replace(lineno=f.lineno + lineno - 1) for f in walked[key]]
+                    walker = Walker(facts.key_schemas, item)
+                    walked[key] = (walker.walk_expressions(((1, tree, literals),)), walker.reads)
+                found, reads = walked[key]
+                for f in found:
+                    line = f.lineno + lineno - 1
+                    earlier = before.get((line, f.needle), 0)
+                    findings.append(f._replace(lineno=line, occurrence=f.occurrence + earlier))
+                for (line, needle), count in reads.items():
+                    place = (line + lineno - 1, needle)
+                    before[place] = before.get(place, 0) + count
         else:
             from converge_dsl.frontend._jinja_parse import parse
 
@@ -170,7 +178,7 @@ def data_fields(facts: PipelineFacts) -> Iterator[Diagnostic]:
             yield Diagnostic.at(
                 finding.code,
                 finding.message,
-                _locate(facts, site, finding.lineno, finding.needle),
+                _locate(facts, site, finding.lineno, finding.needle, finding.occurrence),
                 path=site.path,
                 hint=finding.hint,
                 severity=finding.severity,
@@ -205,26 +213,43 @@ def _item_for(site: TemplateSite, items: Mapping[JsonPath, Any]) -> Any:
     return items.get(site.path[:-1]) if "item" in site.names else None
 
 
-def _locate(facts: PipelineFacts, site: TemplateSite, lineno: int, needle: str) -> SourceSpan:
-    """The span of `needle` (`.field`, `['field']`, a literal, a bare field name) in the
-    template, searched from its line `lineno` on (a folded scalar joins lines: then
-    anywhere), mapped through the source map; the field name or the literal is marked."""
+def _locate(
+    facts: PipelineFacts, site: TemplateSite, lineno: int, needle: str, occurrence: int = 0
+) -> SourceSpan:
+    """The span of `needle` (`.field`, `[field`, a literal, a bare field name) in the
+    template: its `occurrence`-th from its line `lineno` on, counted from 0 (the last
+    found when there are fewer; a folded scalar joins lines: then the first anywhere),
+    mapped through the source map; the field name or the literal is marked (`[field`:
+    the subscript's literal, or its joined literals, that make `field`)."""
     text = site.text
+    start = 0
+    for _ in range(lineno - 1):
+        start = text.find("\n", start) + 1 or len(text)
+    marks = list(islice(_marks(text, needle, start), occurrence + 1))
+    marks = marks or list(islice(_marks(text, needle, 0), 1))
+    if not marks:
+        return facts.document.template_span(site.path, lineno)
+    return facts.document.text_span(site.path, text, *marks[-1])
+
+
+def _marks(text: str, needle: str, begin: int) -> Iterator[tuple[int, int]]:
+    """Where `needle` is in `text` from `begin` on, in order (see `_locate`)."""
+    if needle.startswith("["):
+        from converge_dsl.frontend import _joined_keys
+
+        for bracket in re.compile(r"\[").finditer(text, begin):
+            found = _joined_keys.span(text, bracket.end(), needle[1:])
+            if found is not None:
+                yield found
+        return
     if needle.startswith("."):
         pattern = rf"\.\s*(?P<mark>{re.escape(needle[1:])})(?!\w)"
-    elif needle.startswith("["):
-        pattern = rf"\[\s*(?P<q>['\"])(?P<mark>{re.escape(needle[2:-2])})(?P=q)"
     elif needle.startswith("'"):
         pattern = rf"(?P<mark>(?P<q>['\"]){re.escape(needle[1:-1])}(?P=q))"
     else:
         pattern = rf"(?<![\w])(?P<mark>{re.escape(needle)})(?![\w])"
-    start = 0
-    for _ in range(lineno - 1):
-        start = text.find("\n", start) + 1 or len(text)
-    match = re.compile(pattern).search(text, start) or re.search(pattern, text)
-    if match is None:
-        return facts.document.template_span(site.path, lineno)
-    return facts.document.text_span(site.path, text, *match.span("mark"))
+    for match in re.compile(pattern).finditer(text, begin):
+        yield match.span("mark")
 
 
 def constant_data(facts: PipelineFacts) -> Iterator[Diagnostic]:

@@ -43,7 +43,14 @@ from typing import Any
 
 from converge_dsl import codes
 from converge_dsl._escapes import HIDDEN, written, yaml_scalar
-from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan, did_you_mean
+from converge_dsl.diagnostics import (
+    Diagnostic,
+    JsonPath,
+    Severity,
+    SourceSpan,
+    did_you_mean,
+    suggestion,
+)
 from converge_dsl.frontend._dataflow import (
     KeyRead,
     ordinals,
@@ -240,7 +247,7 @@ def _never_written(
         code=codes.READ_NEVER_WRITTEN,
         message=f"{_owner(owner)} reads {read.key!r}, which no seed or suggestor writes: "
         f"{read.written} never sees a fact",
-        hint=(f"did you mean {guess!r}? " if guess else "")
+        hint=(suggestion(guess) + " " if guess else "")
         + f"write {read.key!r} (a seed, or a suggestor that targets it), or read a key that "
         "is written",
     )

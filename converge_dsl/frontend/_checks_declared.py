@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import Diagnostic, did_you_mean
+from converge_dsl.diagnostics import Diagnostic, did_you_mean, suggestion
 from converge_dsl.frontend._facts import PipelineFacts
 from converge_dsl.keys import BUILTIN_KEYS
 
 
 def _suggest(word: str, candidates: frozenset[str] | set[str]) -> str | None:
     guess = did_you_mean(word, sorted(candidates))
-    return f"did you mean {guess!r}?" if guess else None
+    return suggestion(guess) if guess else None
 
 
 def unique_names(facts: PipelineFacts) -> Iterator[Diagnostic]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from converge_dsl import codes
 from converge_dsl._files import ReferenceRefused, referenced_path, user_roots
-from converge_dsl.diagnostics import Diagnostic, did_you_mean
+from converge_dsl.diagnostics import Diagnostic, did_you_mean, suggestion
 from converge_dsl.frontend._facts import PipelineFacts
 from converge_dsl.frontend._tool_specs import (
     EVERY_TOOL,
@@ -29,7 +29,7 @@ from converge_dsl.frontend.document import SourceMap
 
 def _guess(word: str, candidates: tuple[str, ...] | list[str]) -> str | None:
     guess = did_you_mean(word, sorted(candidates))
-    return f"did you mean {guess!r}?" if guess else None
+    return suggestion(guess) if guess else None
 
 
 def tool_references(facts: PipelineFacts) -> Iterator[Diagnostic]:

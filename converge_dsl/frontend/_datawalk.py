@@ -21,7 +21,7 @@ from typing import Any
 
 from converge_dsl import codes
 from converge_dsl._record import Record
-from converge_dsl.diagnostics import Severity, did_you_mean
+from converge_dsl.diagnostics import Severity, did_you_mean, suggestion
 from converge_dsl.frontend import _joined_keys
 from converge_dsl.frontend._dataschema import DataShape
 from converge_dsl.frontend._mininodes import Const, Slot
@@ -82,10 +82,15 @@ class _List(Record):
         self.element = element
 
 
-class Finding(Record):
-    """One problem: its code, words, and where in the template (line, text to find)."""
+# (line, needle) -> how many reads of that text on that line a walk met (`Walker.reads`)
+Reads = dict[tuple[int, str], int]
 
-    _fields = ("code", "message", "hint", "lineno", "needle", "severity")
+
+class Finding(Record):
+    """One problem: its code, words, and where in the template (line, text to find, and
+    which of the reads of that text on that line it is, from 0: `Walker.reads`)."""
+
+    _fields = ("code", "message", "hint", "lineno", "needle", "severity", "occurrence")
     __slots__ = _fields
 
     def __init__(  # noqa: PLR0917 (positional, as the fields are ordered)
@@ -96,6 +101,7 @@ class Finding(Record):
         lineno: int,
         needle: str,
         severity: Severity,
+        occurrence: int = 0,
     ) -> None:
         self.code = code
         self.message = message
@@ -103,6 +109,7 @@ class Finding(Record):
         self.lineno = lineno
         self.needle = needle
         self.severity = severity
+        self.occurrence = occurrence
 
 
 class Walker:
@@ -113,6 +120,9 @@ class Walker:
         self.item = item
         self.findings: list[Finding] = []
         self.literals: tuple[object, ...] = ()  # the fast path's literal values (`Slot`s)
+        # the reads of `.name` and `['name']` met, findings or not, walked in the order they
+        # are written: two findings of one text on one line are told apart by it
+        self.reads: Reads = {}
 
     def walk(self, ast: Any) -> list[Finding]:
         """Findings of a Jinja template tree."""
@@ -155,7 +165,7 @@ class Walker:
             if type(node.target).__name__ == "Name":
                 inner[node.target.name] = element
             inner["loop"] = None
-            for child in (*node.body, *node.else_, *((node.test,) if node.test else ())):
+            for child in (*((node.test,) if node.test else ()), *node.body, *node.else_):
                 self._statements(child, inner)
             return
         if kind == "Assign" and type(node.target).__name__ == "Name":
@@ -184,6 +194,11 @@ class Walker:
         if kind == "Compare":
             self._compare(node, scope)
             return None
+        if kind == "CondExpr":  # in the order written: `a.x if b.x else c.x`
+            for child in (node.expr1, node.test, node.expr2):
+                if child is not None:
+                    self.value(child, scope)
+            return None
         if kind in _BINARY:
             left, right = self.value(node.left, scope), self.value(node.right, scope)
             self._operand(left, node.operator, node.right)
@@ -204,6 +219,10 @@ class Walker:
 
     def attribute(self, base: Any, name: str, lineno: int, mark: str) -> Any:
         """What `base.name` (or `base['name']`) is; records an unknown attribute or field."""
+        needle = _needle(name, mark)
+        occurrence = self.reads.get((lineno, needle), 0)
+        if mark:
+            self.reads[lineno, needle] = occurrence + 1
         if isinstance(base, _Namespace):
             return _Facts(name)
         if isinstance(base, _Fact):
@@ -215,7 +234,7 @@ class Walker:
                     schema, schema, f"key {base.key!r} data", f"the schema of key {base.key!r}"
                 )
             if name not in FACT_FIELDS and name not in _FACT_EXTRA:
-                self._unknown_attribute(name, lineno, mark)
+                self._unknown_attribute(name, lineno, needle, occurrence)
             return None
         if isinstance(base, DataShape):
             known, shape, names = base.field(name)
@@ -228,12 +247,13 @@ class Walker:
                     Finding(
                         codes.UNKNOWN_DATA_FIELD,
                         f"{base.label} has no field {name!r}",
-                        f"did you mean {guess!r}?"
+                        suggestion(guess)
                         if guess
                         else f"its fields: {', '.join(names) or '(none)'}",
                         lineno,
-                        _needle(name, mark),
+                        needle,
                         Severity.ERROR,
+                        occurrence,
                     )
                 )
             elif known is None and base.unnamed(name):
@@ -244,28 +264,29 @@ class Walker:
                         f"{base.label} has no field {name!r}: {base.source} names only "
                         f"{', '.join(names)}, so reading it fails at run time unless the data "
                         "has it anyway",
-                        f"did you mean {guess!r}? (or add {name!r} to the schema's properties)"
+                        suggestion(guess) + f" (or add {name!r} to the schema's properties)"
                         if guess
                         else f"add {name!r} to the schema's properties, or read a field it names",
                         lineno,
-                        _needle(name, mark),
+                        needle,
                         Severity.WARNING,
+                        occurrence,
                     )
                 )
             return shape
         return None
 
-    def _unknown_attribute(self, name: str, lineno: int, mark: str) -> None:
+    def _unknown_attribute(self, name: str, lineno: int, needle: str, occurrence: int) -> None:
         guess = did_you_mean(name, FACT_FIELDS)
         self.findings.append(
             Finding(
                 codes.UNKNOWN_FACT_ATTRIBUTE,
                 f"facts have no attribute {name!r}",
-                (f"did you mean {guess!r}? " if guess else "")
-                + f"a fact has {', '.join(FACT_FIELDS)}",
+                (suggestion(guess) + " " if guess else "") + f"a fact has {', '.join(FACT_FIELDS)}",
                 lineno,
-                _needle(name, mark),
+                needle,
                 Severity.ERROR,
+                occurrence,
             )
         )
 
@@ -278,8 +299,9 @@ class Walker:
         if type(arg).__name__ == "Const":
             value = self.const(arg)
         else:
-            # `facts['ti' ~ 'ckets']` names a key, read as the key checks read it
-            value = self.name_in(arg) if isinstance(base, _Namespace) else None
+            # `facts['ti' ~ 'ckets']` names a key, read as the key checks read it, and
+            # `data['categ' ~ 'ory']` a field, as `data['category']` does
+            value = self.name_in(arg)
             if value is None:
                 self.value(arg, scope)
                 return None
@@ -300,6 +322,7 @@ class Walker:
         return None
 
     def _call(self, node: Any, scope: dict[str, Any]) -> Any:
+        self.value(node.node, scope)  # first, as written: `x.get(y.z)`
         for child in (*node.args, *(k.value for k in node.kwargs)):
             self.value(child, scope)
         first = node.args[0] if node.args else None
@@ -309,8 +332,7 @@ class Walker:
             if callee.name == "fact":
                 return _Fact(key)
             if callee.name == "data_of":
-                return _List(self.attribute(_Fact(key), "data", node.lineno, "."))
-        self.value(node.node, scope)
+                return _List(self.attribute(_Fact(key), "data", node.lineno, ""))
         return None
 
     def _filter(self, node: Any, scope: dict[str, Any]) -> Any:
@@ -473,9 +495,10 @@ def _names(target: Any) -> list[str]:
 
 
 def _needle(name: str, mark: str) -> str:
-    """The text to find for a field read as `.name`, `['name']` or inside a string."""
+    """The text to find for a field read as `.name`, `['name']` (`[name`: one literal or
+    joined ones, `['na' ~ 'me']`) or inside a string."""
     if mark == ".":
         return f".{name}"
     if mark == "[":
-        return f"[{name!r}]"
+        return f"[{name}"
     return name

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from converge_dsl import codes
 from converge_dsl._record import Record
 from converge_dsl._resources import read_schema_text
-from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean, format_path
+from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean, format_path, suggestion
 from converge_dsl.frontend.document import LoadedDocument
 
 if TYPE_CHECKING:
@@ -449,7 +449,7 @@ def _unknown_keys(e: _Error, suggest: Suggestions) -> Iterator[Diagnostic]:
     listed = f"allowed keys here: {', '.join(allowed)}" if allowed else None
     for key in e.error.kind.unexpected:
         guess = suggest(key, allowed)
-        hint = f"did you mean {guess!r}?" if guess else listed
+        hint = suggestion(guess) if guess else listed
         yield e.at(
             codes.UNKNOWN_FIELD,
             f"unknown key {key!r} in {e.where}",
@@ -483,7 +483,7 @@ def _wrong_type(e: _Error) -> Diagnostic:
 def _not_allowed(e: _Error) -> Diagnostic:
     words = _options(e.error)
     guess = did_you_mean(str(e.value), words) if isinstance(e.value, str) else None
-    hint = f"did you mean {guess!r}?" if guess else f"allowed: {', '.join(words)}"
+    hint = suggestion(guess) if guess else f"allowed: {', '.join(words)}"
     return e.at(codes.NOT_ALLOWED_VALUE, f"{e.where}: {_show(e.value)} is not allowed", hint=hint)
 
 

@@ -17,7 +17,14 @@ from collections.abc import Iterator
 from functools import lru_cache
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan, did_you_mean
+from converge_dsl.diagnostics import (
+    Diagnostic,
+    JsonPath,
+    Severity,
+    SourceSpan,
+    did_you_mean,
+    suggestion,
+)
 from converge_dsl.frontend._dataflow import CALLED_AS, misfit_calls
 from converge_dsl.frontend._fastjinja import analyse
 from converge_dsl.frontend._jinja_parse import free_names, known_tests, parse
@@ -246,7 +253,7 @@ def _name_problems(
             message,
             _find(doc, path, text, name),
             path=path,
-            hint=f"did you mean {guess!r}?" if guess else fallback or f"known: {_list(known)}",
+            hint=suggestion(guess) if guess else fallback or f"known: {_list(known)}",
         )
 
     for name in sorted(free - names):

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from converge_dsl._files import ReferenceRefused, referenced_path
 from converge_dsl._urls import display_url
 from converge_dsl.clock import Clock
-from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.diagnostics import did_you_mean, suggestion
 from converge_dsl.frontend import (
     HTTP_NUMBERS,
     HttpModelSpec,
@@ -213,8 +213,8 @@ def _file(
 
 def _unknown(name: str, message: str, word: str, known: Iterable[str], label: str) -> ModelError:
     """A configuration error for an unknown word, with the closest known one or the list."""
-    suggestion = did_you_mean(word, known)
-    hint = f"did you mean {suggestion!r}?" if suggestion else f"{label}: {', '.join(sorted(known))}"
+    guess = did_you_mean(word, known)
+    hint = suggestion(guess) if guess else f"{label}: {', '.join(sorted(known))}"
     return config_error(name, message, hint)
 
 

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean
+from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean, suggestion
 from converge_dsl.errors import PackError, PipelineInvalid
 from converge_dsl.frontend import LoadedDocument, PipelineManifest, build_manifest
 from converge_dsl.packs._kind import PackSuggestorSpec, pack_suggestors
@@ -73,7 +73,7 @@ def _at(
 
 def _guess(word: str, names: Any) -> str | None:
     guess = did_you_mean(word, names)
-    return f"did you mean {guess!r}?" if guess else None
+    return suggestion(guess) if guess else None
 
 
 def _data(doc: LoadedDocument) -> Mapping[str, Any]:

@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean
+from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean, suggestion
 from converge_dsl.frontend import (
     KINDS,
     LoadedDocument,
@@ -60,7 +60,7 @@ def _unknown_keys(
                 f"pack template writes unknown context key {key!r}",
                 doc.source_map.span(where),
                 path=where,
-                hint=f"did you mean {guess!r}?"
+                hint=suggestion(guess)
                 if guess
                 else "declare it under the pipeline's 'keys:', or leave the key out of the "
                 "template so the pipeline's `output:` is used",

@@ -213,14 +213,14 @@ class _Builder:
             path: JsonPath = ("invariants", index)
             target = item.get("suggestor")
             if target is not None and target not in names:
-                from converge_dsl.diagnostics import did_you_mean
+                from converge_dsl.diagnostics import did_you_mean, suggestion
 
                 guess = did_you_mean(target, names)
                 self.error(
                     codes.PACK_UNKNOWN_SUGGESTOR,
                     f"invariant {item['name']!r} names unknown suggestor {target!r}",
                     (*path, "suggestor"),
-                    hint=f"did you mean {guess!r}?" if guess else None,
+                    hint=suggestion(guess) if guess else None,
                 )
             problem = expression_error(item["check"])
             if problem is not None:

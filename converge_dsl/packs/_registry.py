@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.diagnostics import did_you_mean, suggestion
 from converge_dsl.packs._files import PackRefused
 from converge_dsl.solvers import ENTRY_POINT_GROUP, Solver
 
@@ -43,7 +43,7 @@ class SolverRegistry:
                 raise PackRefused(
                     codes.SOLVER_NOT_INSTALLED,
                     f"no installed solver is registered as {name!r}",
-                    hint=f"did you mean {guess!r}?"
+                    hint=suggestion(guess)
                     if guess
                     else f"install the distribution that provides it ({ENTRY_POINT_GROUP})",
                 )

@@ -23,7 +23,7 @@ from packaging.version import Version
 
 from converge_dsl._version import __version__
 from converge_dsl.codes import PACK_RESOLUTION_GAVE_UP, PACK_UNSATISFIABLE
-from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.diagnostics import did_you_mean, suggestion
 from converge_dsl.packs._files import PackRefused
 from converge_dsl.packs._index import IndexEntry, PackIndex
 from converge_dsl.packs._repository import Repository
@@ -99,7 +99,7 @@ class _Search:
         lines = [f"no repository has pack {name!r} (searched: {searched})"]
         lines += [f"  {r}" for r in requirements]
         if guess:
-            lines.append(f"  did you mean {guess!r}?")
+            lines.append("  " + suggestion(guess))
         return "\n".join(lines)
 
     def usable(self, name: str, entry: IndexEntry) -> bool:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from packaging.specifiers import SpecifierSet
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import best_first, did_you_mean
+from converge_dsl.diagnostics import best_first, did_you_mean, suggestion
 from converge_dsl.errors import PackError, PipelineInvalid, UsageError
 from converge_dsl.frontend import PipelineManifest
 from converge_dsl.packs._cache import PackCache
@@ -305,7 +305,7 @@ def _kept_pins(
             close = did_you_mean(name, known)
             raise UsageError(
                 f"lock --upgrade {name}: the pipeline has no pack {name!r}",
-                hint=f"did you mean {close!r}?"
+                hint=suggestion(close)
                 if close
                 else f"its packs: {', '.join(sorted(known)) or 'none'}",
                 code=codes.ARGUMENTS_REFUSED,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from converge_dsl._json_types import JsonValue
-from converge_dsl.diagnostics import JsonPath, did_you_mean, format_path
+from converge_dsl.diagnostics import JsonPath, did_you_mean, format_path, suggestion
 
 # The schema of a test file (`_spec` reads files with it; `expect:` is checked against it).
 SCHEMA_NAME = "pipeline-test.v1.json"
@@ -217,7 +217,7 @@ def _present(item: FactExpectation, run: RunView, path: JsonPath) -> Iterator[Fa
         chosen = [f for f in facts if f.id == item.id]
         if not chosen:
             guess = did_you_mean(item.id, [f.id for f in facts])
-            hint = f" (did you mean {guess!r}?)" if guess else ""
+            hint = f" ({suggestion(guess)})" if guess else ""
             yield Failure(
                 path,
                 f"fact {key}/{item.id}",
@@ -303,7 +303,7 @@ def subset_mismatch(expected: JsonValue, actual: JsonValue, path: JsonPath = ())
         for key, value in expected.items():
             if key not in actual:
                 guess = did_you_mean(str(key), [str(k) for k in actual])
-                hint = f" (did you mean {guess!r}?)" if guess else ""
+                hint = f" ({suggestion(guess)})" if guess else ""
                 return f"{format_path((*path, key))}: missing{hint}"
             found = subset_mismatch(value, actual[key], (*path, key))
             if found is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.diagnostics import did_you_mean, suggestion
 from converge_dsl.engine import Engine, ProposedFact
 from converge_dsl.engine.state import HitlPause, RunResult
 from converge_dsl.errors import UsageError
@@ -60,7 +60,7 @@ async def continue_run(
             close = did_you_mean(key, ids)
             raise UsageError(
                 f"no pending proposal has id {key!r}",
-                hint=f"did you mean {close!r}?" if close else f"pending: {', '.join(ids)}",
+                hint=suggestion(close) if close else f"pending: {', '.join(ids)}",
                 code=codes.INPUT_REFUSED,
             )
     by = given_by or {}

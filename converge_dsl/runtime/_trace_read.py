@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from converge_dsl import codes
 from converge_dsl._reading import open_regular, read_failure
-from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.diagnostics import did_you_mean, suggestion
 from converge_dsl.errors import ConvergeError, UsageError
 
 from ._documents import TraceLine
@@ -95,7 +95,7 @@ def find_cleared_span(path: Path, reduction_id: str) -> SpanCleared:
     guess = did_you_mean(reduction_id, seen)
     raise ConvergeError(
         f"no cleared span {reduction_id!r} in {path.name}",
-        hint=f"did you mean {guess!r}?"
+        hint=suggestion(guess)
         if guess
         else (
             f"reductions in this trace: {', '.join(seen)}"

@@ -56,7 +56,7 @@ import jinja2.sandbox
 from jinja2.environment import TemplateExpression
 from jinja2.nodes import EvalContext
 
-from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.diagnostics import did_you_mean, suggestion
 from converge_dsl.errors import ConvergeError
 from converge_dsl.sandbox._codegen import BoundedCodeGenerator, Generated, generate, parse
 from converge_dsl.sandbox._data import BadValue, fromjson, json_data
@@ -367,7 +367,7 @@ def _named_field(obj: Any, name: Any, value: Any) -> Any:
     listed = ", ".join(names[:_MAX_LISTED]) + (", ..." if len(names) > _MAX_LISTED else "")
     message = f"{noun} has no field {name!r}"
     if guess is not None:
-        message += f" (did you mean {guess!r}?)"
+        message += f" ({suggestion(guess)})"
     message += f"; fields: {listed or 'none'}"
     return environment().undefined(hint=message, obj=obj, name=str(name))
 

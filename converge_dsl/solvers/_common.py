@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from converge_dsl.diagnostics import did_you_mean, format_path
+from converge_dsl.diagnostics import did_you_mean, format_path, suggestion
 from converge_dsl.sandbox import fast_validator, python_validator
 from converge_dsl.solvers._protocol import PlanCheck, SolverError, SolverPlan
 
@@ -106,7 +106,7 @@ def lookup(ident: str, known: Collection[str], path: Path, what: str) -> str:
     if ident in known:
         return ident
     guess = did_you_mean(ident, known)
-    raise fail(path, f"unknown {what} {ident!r}", f"did you mean {guess!r}?" if guess else None)
+    raise fail(path, f"unknown {what} {ident!r}", suggestion(guess) if guess else None)
 
 
 def number_text(value: float) -> str:

@@ -143,6 +143,26 @@ def test_recording_onto_a_case_cassette_is_refused_without_overwrite(tmp_path: P
     assert len(lines) == 1  # recorded afresh, not appended
 
 
+def test_a_cassette_folder_is_quoted_as_every_message_quotes_a_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A quote or a line break in the folder's name reads as `_escapes.written` writes it
+    (`\\x27`, `\\x0a`), as the case's id does, not as Python's repr."""
+    monkeypatch.chdir(tmp_path)
+    _echo(tmp_path)
+    write_cases(tmp_path / "cases.jsonl", [{"id": "it's", "word": "a"}])
+    (tmp_path / "tap'es\n").mkdir()
+    code, _, err = _batch(tmp_path, Path("cases.jsonl"), "b.jsonl", "--replay", "tap'es\n")
+    assert code == 2
+    assert (
+        "case 'it\\x27s' has no cassette: --replay holds no file 'tap\\x27es\\x0a/it%27s.jsonl'"
+        in err
+    )
+    code, _, err = _batch(tmp_path, Path("cases.jsonl"), "b.jsonl", "--replay", "no'\tfolder")
+    assert code == 3
+    assert "--replay: 'no\\x27\\x09folder' is not a folder of cassettes" in err
+
+
 def test_a_replay_folder_that_is_not_a_folder_is_refused(tmp_path: Path) -> None:
     folder = _echo(tmp_path)
     cases = write_cases(tmp_path / "cases.jsonl", CASES[:1])

@@ -81,6 +81,96 @@ def test_an_unknown_field_is_found_through_every_path(template: str) -> None:
     assert line[found[0][2] - 1 :].startswith("categry")
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ fact('tickets', 't1').data['cat' ~ 'egry'] }}",
+        "{{ fact('tickets', 't1').data['cat' + 'egry'] }}",
+        "{{ facts.tickets[0].data[('c' ~ 'at') ~ 'egry'] }}",
+        "{% if true %}{{ fact('tickets', 't1').data['cat' ~ 'egry'] }}{% endif %}",  # Jinja's
+    ],
+)
+def test_a_data_field_joined_from_string_literals_is_read_as_their_join(template: str) -> None:
+    """Before, `data['cat' ~ 'egry']` was not read at all: no finding where
+    `data['categry']` has one. The caret is on the joined literals."""
+    found = _found(_diagnostics(_rule(template)))
+    assert [(code, hint) for code, _, _, hint in found] == [
+        (codes.UNKNOWN_DATA_FIELD, "did you mean 'category'?")
+    ]
+    line = (TICKETS + _rule(template)).splitlines()[found[0][1] - 1]
+    joined = template.split("data[")[1].split("]", maxsplit=1)[0].lstrip("(")
+    assert line[found[0][2] - 1 :].startswith(joined)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ fact('tickets', 't1').data['categ' ~ 'ory'] }}",
+        "{{ fact('tickets', 't1').data['cat' ~ inputs.x] }}",  # not constant: not read
+        "{{ fact('tickets', 't1').data['cat' ~ 1] }}",
+    ],
+)
+def test_a_data_field_joined_to_a_known_one_or_not_constant_is_no_finding(template: str) -> None:
+    assert _found(_diagnostics(_rule(template))) == []
+
+
+def _columns(template: str) -> list[tuple[str, int, str]]:
+    """(code, column, the text from the caret on, cut at its first space) of each finding."""
+    found = _found(_diagnostics(_rule(template)))
+    lines = (TICKETS + _rule(template)).splitlines()
+    return [
+        (code, column, lines[line - 1][column - 1 :].split()[0]) for code, line, column, _ in found
+    ]
+
+
+@pytest.mark.parametrize("wrap", ["{}", "{{% if true %}}{}{{% endif %}}"], ids=["fast", "jinja"])
+def test_two_findings_on_one_line_each_have_their_own_caret(wrap: str) -> None:
+    """Before, each finding's caret was on the first place its text had on the line:
+    the second and third `urgncy` on the first."""
+    template = wrap.format(
+        "{{ facts.tickets[0].data.urgncy }} {{ facts.tickets[0].data.categry }}"
+        " {{ facts.tickets[0].data.urgncy }} {{ fact('tickets', 't1').data['urgncy'] }}"
+    )
+    found = _columns(template)
+    assert [(code, text) for code, _, text in found] == [
+        (codes.UNKNOWN_DATA_FIELD, "urgncy"),
+        (codes.UNKNOWN_DATA_FIELD, "categry"),
+        (codes.UNKNOWN_DATA_FIELD, "urgncy"),
+        (codes.UNKNOWN_DATA_FIELD, "urgncy']"),
+    ]
+    assert len({column for _, column, _ in found}) == 4
+    assert [column for _, column, _ in found] == sorted(column for _, column, _ in found)
+
+
+@pytest.mark.parametrize("wrap", ["{}", "{{% if true %}}{}{{% endif %}}"], ids=["fast", "jinja"])
+def test_a_finding_after_a_valid_read_of_its_name_on_the_line_is_marked_itself(wrap: str) -> None:
+    template = wrap.format(
+        "{{ facts.tickets[0].data.tags[0].name }} {{ facts.tickets[0].data.name }}"
+        " {{ facts.seeds[0].contnet.x }} {{ facts.seeds[0].contnet }}"
+    )
+    found = _columns(template)
+    line = (TICKETS + _rule(template)).splitlines()[-1]
+    assert found == [
+        (codes.UNKNOWN_DATA_FIELD, line.index("data.name") + 6, "name"),
+        (codes.UNKNOWN_FACT_ATTRIBUTE, line.index("contnet") + 1, "contnet.x"),
+        (codes.UNKNOWN_FACT_ATTRIBUTE, line.rindex("contnet") + 1, "contnet"),
+    ]
+
+
+def test_reads_are_told_apart_in_the_order_written() -> None:
+    """A conditional expression is walked as written (`a if b else c`), a loop's filter
+    before its body, a method's object before its arguments."""
+    data = "facts.tickets[0].data"
+    template = (
+        f"{{{{ {data}.urgncy if {data}.categry else {data}.urgncy }}}}"
+        f"{{% for t in facts.tickets if t.data.urgncy %}}{{{{ t.data.urgncy }}}}{{% endfor %}}"
+        f"{{{{ {data}.get({data}.urgncy) }}}}"
+    )
+    found = _columns(template)
+    assert [text for *_, text in found] == ["urgncy", "categry", *["urgncy"] * 3, "urgncy)"]
+    assert [column for _, column, _ in found] == sorted({column for _, column, _ in found})
+
+
 def test_nested_arrays_and_objects_are_followed() -> None:
     found = _found(_diagnostics(_rule("{{ facts.tickets[0].data.tags[0].nme }}")))
     assert [hint for *_, hint in found] == ["did you mean 'name'?"]
