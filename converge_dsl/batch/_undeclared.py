@@ -66,7 +66,7 @@ def undeclared_inputs(
     for index, (name, case) in enumerate(first.items()):
         file, line, column, end = place(case, name)
         more = f" and {count[name] - 1:,} more" if count[name] > 1 else ""
-        shown = index <= MAX_PER_CODE
+        shown = index < MAX_PER_CODE
         problems.append(
             Diagnostic(
                 codes.EVAL_UNKNOWN_NAME,

@@ -398,7 +398,8 @@ def test_only_the_undeclared_inputs_shown_are_given_a_hint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 100,000 lines each giving another unknown input built 100,000 hints ("did you
-    # mean"), where at most 100 of a code are shown (and the first omitted named).
+    # mean"), where at most 100 of a code are shown; then 101, one more than shown (the
+    # first omitted is named by its place and count, never its hint).
     from converge_dsl.batch import _undeclared
     from converge_dsl.frontend import MAX_PER_CODE
 
@@ -412,7 +413,7 @@ def test_only_the_undeclared_inputs_shown_are_given_a_hint(
     text = "".join(f'{{"name": "c{i}", "inputs": {{"k{i}": 1}}}}\n' for i in range(300))
     found = _codes(_folder(tmp_path, "cases.jsonl", text))
     assert len([m for _, _, m in found if "has no input" in m]) == 300
-    assert asked == [f"k{i}" for i in range(MAX_PER_CODE + 1)]
+    assert asked == [f"k{i}" for i in range(MAX_PER_CODE)]
 
 
 _REFUSED = '"expected": {"stop_reason": "usage_error", "top": "x", "causes": []}'
