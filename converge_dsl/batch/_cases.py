@@ -231,9 +231,10 @@ def read_cases(path: Path) -> list[Case]:
 
 
 def cases_text(path: Path) -> str:
-    """The text of the cases file `path`; `UsageError` when it cannot be read."""
+    """The text of the cases file `path`, without the byte order mark an editor may put
+    first (as an evaluation's dataset is read); `UsageError` when it cannot be read."""
     try:
-        return read_text(path, "--cases file")
+        return read_text(path, "--cases file").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise UsageError(
             f"--cases {path} is not UTF-8 text (byte {exc.start})", code=codes.FILE_UNREADABLE

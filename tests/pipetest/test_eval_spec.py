@@ -466,3 +466,28 @@ def test_a_case_s_refusal_opt_in_covers_that_case_and_no_typo(tmp_path: Path) ->
         _no_input(1, "servic", "probe"),
         _no_input(2, "bogus", "normal"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("dataset", "text"),
+    [
+        ("cases.jsonl", '{"name": "a", "inputs": {"servce": "x"}, "expected": {"top": "t"}}\n'),
+        ("cases.csv", "name,input.servce,expected.top\na,x,t\n"),
+    ],
+)
+def test_a_dataset_may_begin_with_a_byte_order_mark(
+    tmp_path: Path, dataset: str, text: str
+) -> None:
+    """An editor's byte order mark is not part of the first line or header (as for `run
+    --cases`): the first case is read, and a caret on its line is where it is without."""
+
+    def found() -> list[tuple[str, int, int, str]]:
+        with pytest.raises(PipelineInvalid) as caught:
+            read_eval_file(tmp_path / "incident.eval.yaml")
+        return [(d.code, d.line, d.column, d.message) for d in caught.value.diagnostics]
+
+    _folder(tmp_path, dataset, text)
+    plain = found()
+    assert any("has no input 'servce'" in message for *_, message in plain)
+    (tmp_path / dataset).write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert found() == plain
