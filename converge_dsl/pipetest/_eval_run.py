@@ -47,6 +47,7 @@ from ._eval_spec import DEFAULT_CONFIGURATION, Configuration, EvalFile, Metric
 if TYPE_CHECKING:
     from converge_dsl.batch import BatchLimits, Case, CaseBudget, CaseResult, LocalPool
     from converge_dsl.diagnostics import Diagnostic
+    from converge_dsl.errors import UsageError
     from converge_dsl.runtime import OtelOptions
 
 
@@ -280,13 +281,15 @@ def _cases(
     return replaying(cases, settings.replay)
 
 
-def _undeclared(inputs: Mapping[str, Any], declared: Collection[str]) -> str | None:
+def _undeclared(inputs: Mapping[str, Any], declared: Collection[str]) -> UsageError | None:
     """Why a case giving an input the pipeline does not declare is refused (its run's
-    `usage_error`), without a run: only a case expecting that refusal gives one (any
-    other was refused with the dataset, CD802), and `run_cases` would refuse the whole
-    evaluation for it."""
+    `usage_error`, in the run's words), without a run: only a case expecting that
+    refusal gives one (any other was refused with the dataset, CD802), and `run_cases`
+    would refuse the whole evaluation for it."""
+    from converge_dsl.compiler import unknown_input
+
     unknown = next((name for name in inputs if name not in declared), None)
-    return None if unknown is None else f"unknown input {unknown!r}"
+    return None if unknown is None else unknown_input(unknown, declared)
 
 
 def _results(
