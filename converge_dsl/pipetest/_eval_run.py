@@ -86,11 +86,10 @@ def _run_error(
     for another reason, or for a stop reason in `expected`: one a `stop_reason` metric of
     the evaluation asks for, so the evaluation measures it and scores it; a text and None
     for one without such a diagnostic). A case expecting its run to be refused
-    (`refusal`: `expected.stop_reason: usage_error`) passes when it is, and fails when it
-    stops for any other reason: a run error as ever, else a text saying so."""
+    (`refusal`: `expected.stop_reason: usage_error`) passes when it is; stopping with
+    another failure is a run error as ever (one that ran fails its expectation:
+    `_unmet`)."""
     stop = body.get("stop_reason")
-    if refusal and stop not in _FAILED_RUNS:
-        return f"expected its run to be refused (usage_error); it stopped with {stop}", None
     if stop not in _FAILED_RUNS or stop in expected or (refusal and stop == "usage_error"):
         return None, None
     for each in body.get("diagnostics") or ():
@@ -103,6 +102,15 @@ def _run_error(
             given = {k: each[k] for k in _DIAGNOSTIC_FIELDS if each.get(k) is not None}
             return f"{each.get('code')}: {each.get('message')}{where}", given
     return "the run stopped with an error", None
+
+
+def _unmet(body: Mapping[str, Any], refusal: bool) -> str | None:
+    """What a case expecting its run to be refused (`refusal`) says when the run was not
+    refused but stopped (None: it was, or it expects no refusal)."""
+    stop = body.get("stop_reason")
+    if refusal and stop not in _FAILED_RUNS:
+        return f"expected its run to be refused (usage_error); it stopped with {stop}"
+    return None
 
 
 def run_eval(
@@ -226,6 +234,7 @@ def _run_one(
                 reasons,
                 int(usage.get("model_calls", 0)),
                 *_run_error(body, expected_stops, refused(case)),
+                _unmet(body, refused(case)),
             )
         )
     aggregates = tuple(_aggregate(m, scored, confusion[m.name]) for m in evaluation.metrics)
