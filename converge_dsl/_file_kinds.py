@@ -6,6 +6,9 @@
 - `file_kind(path)`: how `validate`, `serve` and a folder walk sort YAML files into
   pipelines, pack manifests, evaluation files, run configurations and other tools' files
   (`is_evaluation(path)`, `says_pipeline(path)` read it).
+- `refuse_other_kind(path, command)`: `run` given another kind of ours (an evaluation, a
+  pipeline test...) refuses it with `NotAPipeline` (CD818, at its `kind`, exit 3),
+  naming the command that takes it, before it is read as a pipeline.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from converge_dsl import codes
 from converge_dsl._reading import ReadRefused, read_bytes
+from converge_dsl.errors import PipelineInvalid
 
 # Files in a folder that say one of these kinds at the top are not pipelines.
 OTHER_KINDS = frozenset({"Evaluation", "ModelScript", "Pack", "PipelineTest", "RunConfig"})
@@ -200,3 +205,73 @@ def says_pipeline(path: Path) -> bool:
     `validate` reports why.
     """
     return says_ours(path, "Pipeline") and file_kind(path) == PIPELINE
+
+
+# What each other kind of ours is, and how it is used instead (FILE: the file given).
+_TAKEN_BY = {
+    EVALUATION: ("an evaluation file", "run it with `converge-dsl eval FILE`"),
+    "PipelineTest": ("a pipeline test file", "run it with `converge-dsl test FILE`"),
+    RUN_CONFIG: (
+        "a run configuration",
+        "give it to a run of a pipeline: `converge-dsl run PIPELINE --config FILE`",
+    ),
+    PACK: ("a pack manifest", "a pipeline uses its pack under `packs:`"),
+    "ModelScript": (
+        "a model script",
+        "a pipeline's model answers from it: `adapter: scripted, script: FILE`",
+    ),
+}
+
+
+class NotAPipeline(PipelineInvalid):
+    """`run` was given a file that says it is another kind of ours (CD818, located at its
+    `kind`): a usage error (exit 3), raised before the file is read as a pipeline."""
+
+    exit_code = 3
+    code = codes.NOT_A_PIPELINE
+
+
+def refuse_other_kind(path: Path, command: str) -> None:
+    """Raise `NotAPipeline` when the file at `path`, given to `converge-dsl COMMAND`,
+    says at its top that it is another kind of ours (`_TAKEN_BY`); a file that does not
+    load, or says nothing, is left for the pipeline loader to report."""
+    try:
+        text = read_bytes(path, "pipeline").decode("utf-8-sig")
+    except (OSError, ValueError, ReadRefused):
+        return
+    # A pipeline is loaded once more only when a line of it names one of these kinds.
+    names = "|".join(_TAKEN_BY)
+    if re.search(_SAYS_OURS.replace("KIND", f"(?:{names})"), text, re.M) is None:
+        return
+    kind = _top_kind(path)
+    if not isinstance(kind, str) or kind not in _TAKEN_BY:
+        return
+    from converge_dsl._escapes import shell_word
+    from converge_dsl._pyyaml import yaml
+    from converge_dsl.diagnostics import Diagnostic, Severity
+
+    node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    pairs = node.value if isinstance(node, yaml.MappingNode) else []
+    values = [v for k, v in pairs if k.value == "kind"]  # the last is the one loaded
+    if not values:  # a kind merged in (`<<: *base`): the loader says what it finds
+        return
+    value = values[-1]
+    what, how = _TAKEN_BY[kind]
+    start, end = value.start_mark, value.end_mark
+    raise NotAPipeline(
+        [
+            Diagnostic(
+                codes.NOT_A_PIPELINE,
+                Severity.ERROR,
+                f"this is {what} (kind: {kind}), not a pipeline: "
+                f"`converge-dsl {command}` takes a pipeline",
+                str(path),
+                start.line + 1,
+                start.column + 1,
+                end.line + 1,
+                end.column + 1 if end.line == start.line else start.column + 2,
+                ("kind",),
+                how.replace("FILE", shell_word(str(path))),
+            )
+        ]
+    )

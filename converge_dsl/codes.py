@@ -288,6 +288,7 @@ CASE_CASSETTE_CLASH = "CD814"  # two cases of a batch or evaluation would share 
 EVAL_BAD_SCHEMA = "CD815"  # a schema metric's schema is not valid or not checkable in bounded time
 DIFF_BAD_RESULT_LINE = "CD816"  # a line of a results file given to `diff` is not a result line
 DIFF_DUPLICATE_CASE = "CD817"  # two lines of a results file given to `diff` name one case
+NOT_A_PIPELINE = "CD818"  # `run` was given another kind of converge-dsl file (an evaluation...)
 TEST_FAILED = "CD960"  # an expectation of a pipeline test does not hold
 TEST_CASE_ERROR = "CD961"  # a test case could not run (its inputs or models are refused)
 INIT_WOULD_OVERWRITE = "CD962"  # `init` would overwrite a file that is already there

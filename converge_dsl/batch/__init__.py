@@ -34,7 +34,7 @@ Public surface:
 - `run_cases(options, cases)`: such cases on any executor (`process`, `ray` too),
   results as they finish, with no cases or results file (`CasesRefused` as
   `run_many`).
-- `undeclared_inputs(pipeline, declared, given, label=, place=)`: the located CD802 of
+- `undeclared_inputs(pipeline, declared, given, label=, place=, path=)`: the located CD802 of
   each input cases give that a pipeline does not declare, before any runs (`run_batch`,
   `run_cases` and `Pipeline.run_many` raise `CasesRefused` with them, exit 3; an
   evaluation's dataset); `key_at(line, path)`: where a key of a JSONL line is.

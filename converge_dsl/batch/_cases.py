@@ -113,7 +113,8 @@ def _lower(given: Any, limit: Any) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class Case:
-    """One case: its position, its id and its inputs (or why it cannot run).
+    """One case: its position, its id and its inputs (or why it cannot run: its
+    `problem`, a text its run's `usage_error` says, or that error itself).
 
     `span` is its line in the cases file (None for cases given through the
     API): where a problem with its inputs is reported. `models` declares some
@@ -125,7 +126,7 @@ class Case:
     index: int
     id: CaseId
     inputs: Mapping[str, Any]
-    problem: str | None = None
+    problem: str | UsageError | None = None
     span: SourceSpan | None = None
     models: Mapping[str, ModelOverride] | None = None
     budget: CaseBudget | None = None
@@ -231,9 +232,10 @@ def read_cases(path: Path) -> list[Case]:
 
 
 def cases_text(path: Path) -> str:
-    """The text of the cases file `path`; `UsageError` when it cannot be read."""
+    """The text of the cases file `path`, without the byte order mark an editor may put
+    first (as an evaluation's dataset is read); `UsageError` when it cannot be read."""
     try:
-        return read_text(path, "--cases file")
+        return read_text(path, "--cases file").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise UsageError(
             f"--cases {path} is not UTF-8 text (byte {exc.start})", code=codes.FILE_UNREADABLE

@@ -122,8 +122,11 @@ async def _run_case(
     pipeline: Prepared, case: Case, meter: MeterFactory | None, sinks: SinkFactory | None
 ) -> RunOutcome | CaseResult:
     """The case's outcome, or the result of its failure."""
-    if case.problem is not None:
-        return error_result(case, UsageError(case.problem, code=codes.INPUT_REFUSED), pipeline.path)
+    problem = case.problem
+    if problem is not None:
+        if isinstance(problem, str):
+            problem = UsageError(problem, code=codes.INPUT_REFUSED)
+        return error_result(case, problem, pipeline.path)
     try:
         outputs = () if sinks is None else sinks(case)
         if case.models is None and case.budget is None and case.replay is None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from converge_dsl import codes
 from converge_dsl._escapes import written
-from converge_dsl.diagnostics import Diagnostic, Severity, unknown_name_hint
+from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, unknown_name_hint
 from converge_dsl.errors import PipelineInvalid
 
 if TYPE_CHECKING:
@@ -48,11 +48,13 @@ def undeclared_inputs(
     *,
     label: Callable[[C], str],
     place: Callable[[C, str], Place],
+    path: Callable[[C, str], JsonPath] | None = None,
 ) -> list[Diagnostic]:
     """A CD802 for each input name of `given` (case, name), in case order, that
     `declared` lacks: at its first use, naming that case (`label`) and how many more
-    give it, placed by `place`. Only those shown get a hint ("did you mean"): past the
-    first `MAX_PER_CODE` of a code, a hint is never read."""
+    give it, placed by `place`, its JSON path by `path` (none: the root). Only those
+    shown get a hint ("did you mean"): past the first `MAX_PER_CODE` of a code, a hint
+    is never read."""
     from converge_dsl.frontend import MAX_PER_CODE
 
     first: dict[str, C] = {}
@@ -66,7 +68,7 @@ def undeclared_inputs(
     for index, (name, case) in enumerate(first.items()):
         file, line, column, end = place(case, name)
         more = f" and {count[name] - 1:,} more" if count[name] > 1 else ""
-        shown = index <= MAX_PER_CODE
+        shown = index < MAX_PER_CODE
         problems.append(
             Diagnostic(
                 codes.EVAL_UNKNOWN_NAME,
@@ -78,7 +80,7 @@ def undeclared_inputs(
                 column,
                 line,
                 end,
-                (),
+                () if path is None else path(case, name),
                 unknown_name_hint(name, declared, f"declared inputs: {listed}") if shown else None,
             )
         )
@@ -91,8 +93,9 @@ def check_cases(
     """Refuse (`CasesRefused`) the inputs `cases` give that the pipeline named `pipeline`
     does not declare (its `declared` inputs), each at its key on its line of the cases
     file, whose `text` the cases were read from (None: cases the API was given, each at
-    its own `span` if it has one: `Pipeline.run_many`, `run_cases`). A case that cannot
-    run anyway (its `problem`) is not read."""
+    its own `span` if it has one: `Pipeline.run_many`, `run_cases`; one without a span
+    has its index path, `cases[3].inputs.topic`, for a place). A case that cannot run
+    anyway (its `problem`) is not read."""
     from converge_dsl._files import jsonl_lines
 
     lines: list[str] = []
@@ -109,8 +112,12 @@ def check_cases(
         return (span.file, span.line, *((start + 1, end + 1) if start >= 0 else (1, 1)))
 
     given = ((case, name) for case in cases if case.problem is None for name in case.inputs)
+
+    def path(case: Case, name: str) -> JsonPath:
+        return ("cases", case.index, "inputs", name) if case.span is None else ()
+
     problems = undeclared_inputs(
-        pipeline, declared, given, label=lambda case: case.label, place=place
+        pipeline, declared, given, label=lambda case: case.label, place=place, path=path
     )
     if problems:
         raise CasesRefused(problems)

@@ -18,7 +18,8 @@ Public surface:
   rule and llm, whose builders live here); callers above hand down the one with
   agent and pack (`converge_dsl.validation.KINDS`).
 - `resolve_inputs(declared, given)`: the declared inputs (`InputSpec`s by name) with
-  defaults applied; `budget_of(spec)`: the engine's `Budget` of a `budget:` section;
+  defaults applied (`unknown_input(name, declared)`: its `UsageError` for an input
+  not declared); `budget_of(spec)`: the engine's `Budget` of a `budget:` section;
   `key_schemas(document_or_manifest)`: the declared keys' schemas by key name.
 - `CompileContext`: what every suggestor builder receives (pipeline name,
   source map, models by name, usage meter, event sink, inputs, declared keys
@@ -78,6 +79,7 @@ from ._settings import (
     declare_models,
     key_schemas,
     resolve_inputs,
+    unknown_input,
 )
 from ._template import CompiledExpression, CompiledTemplate
 
@@ -107,5 +109,6 @@ __all__ = [
     "key_schemas",
     "open_cache",
     "resolve_inputs",
+    "unknown_input",
     "with_item",
 ]

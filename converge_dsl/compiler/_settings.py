@@ -13,13 +13,14 @@ policy, whose gate checks every fact's data against its key's schema.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TypeVar
 
 from converge_dsl import codes
+from converge_dsl._escapes import written
 from converge_dsl._json_types import JsonObject, JsonSchema, JsonValue
 from converge_dsl.diagnostics import Diagnostic, unknown_name_hint
 from converge_dsl.engine import Budget, OnError, PromotionPolicy
@@ -87,12 +88,7 @@ def resolve_inputs(declared: Mapping[str, InputSpec], given: JsonObject) -> dict
     """Declared inputs with defaults applied; raises `UsageError` for unknown or missing ones."""
     for name in given:
         if name not in declared:
-            listed = f"declared inputs: {', '.join(declared) or 'none'}"
-            raise UsageError(
-                f"unknown input {name!r}",
-                hint=unknown_name_hint(name, declared, listed),
-                code=codes.INPUT_REFUSED,
-            )
+            raise unknown_input(name, declared)
     values: dict[str, JsonValue] = {}
     for name, spec in declared.items():
         if name in given:
@@ -106,6 +102,18 @@ def resolve_inputs(declared: Mapping[str, InputSpec], given: JsonObject) -> dict
                 code=codes.INPUT_REFUSED,
             )
     return values
+
+
+def unknown_input(name: str, declared: Collection[str]) -> UsageError:
+    """The refusal of an input `name` the pipeline does not declare (its `declared`
+    inputs), "did you mean" in its hint: a run's (`resolve_inputs`) and an evaluation
+    case's that expects it (`converge_dsl.pipetest`, refused without a run)."""
+    listed = f"declared inputs: {', '.join(declared) or 'none'}"
+    return UsageError(
+        f"unknown input '{written(name)}'",
+        hint=unknown_name_hint(name, declared, listed),
+        code=codes.INPUT_REFUSED,
+    )
 
 
 def _manifest(source: LoadedDocument | PipelineManifest) -> PipelineManifest:

@@ -2,7 +2,8 @@
 
 Per-metric means (with their 95% Wilson interval when every score is a pass or
 a fail) and thresholds, a confusion matrix per exact match of a categorical
-field, the worst cases, the cases whose run stopped with an error, tokens and
+field, the worst cases, the cases that failed their expectation (a refusal that ran)
+and those whose run stopped with an error, tokens and
 time, the overall verdict, and, given the
 changes against a baseline (None: no baseline), each case and metric that moved.
 """
@@ -51,12 +52,14 @@ def render_eval_human(result: EvalResult, changes: Sequence[Change] | None) -> s
             f"not judged: {len(result.not_judged)} judgement(s), the evaluation's caps were "
             f"spent ({', '.join(shown_pairs)}{more_pairs})"
         )
+    unmet = result.failed_expectations()
+    lines += _listed(
+        "failed expectations: {} case(s):", [(c.name, c.failed_expectation) for c in unmet]
+    )
     errors = result.errors()
-    if errors:
-        lines.append(f"errors: {len(errors)} case(s) stopped with an error:")
-        lines.extend(f"  {case.name}: {case.error}" for case in errors[:SHOWN_PROBLEMS])
-        if len(errors) > SHOWN_PROBLEMS:
-            lines.append(f"  ... and {len(errors) - SHOWN_PROBLEMS} more (all in --format json)")
+    lines += _listed(
+        "errors: {} case(s) stopped with an error:", [(c.name, c.error) for c in errors]
+    )
     if result.problems:
         from converge_dsl.frontend import render_human
 
@@ -81,6 +84,18 @@ def render_eval_human(result: EvalResult, changes: Sequence[Change] | None) -> s
     return "\n".join(lines) + "\n"
 
 
+def _listed(title: str, cases: Sequence[tuple[str, str | None]]) -> list[str]:
+    """`title` with the count, then the first `SHOWN_PROBLEMS` cases, `  NAME: TEXT` each
+    (nothing for no case)."""
+    if not cases:
+        return []
+    lines = [title.format(len(cases))]
+    lines.extend(f"  {name}: {text}" for name, text in cases[:SHOWN_PROBLEMS])
+    if len(cases) > SHOWN_PROBLEMS:
+        lines.append(f"  ... and {len(cases) - SHOWN_PROBLEMS} more (all in --format json)")
+    return lines
+
+
 def _confusion(metric: str, cells: Mapping[tuple[str, str], int]) -> list[str]:
     expected = sorted({e for e, _ in cells})
     found = sorted({f for _, f in cells} | set(expected))
@@ -95,9 +110,10 @@ def _confusion(metric: str, cells: Mapping[tuple[str, str], int]) -> list[str]:
 
 def render_eval_junit(result: EvalResult) -> str:
     """JUnit XML: one testsuite, one testcase per metric (a failure when it misses its
-    threshold), one `cases` (a failure when a case's run stopped with an error, a case was
-    not run or not judged, or a judge's verdict was refused: what fails the evaluation
-    whatever its scores) and one for the overall threshold."""
+    threshold), one `cases` (a failure when a case's run stopped with an error, a case
+    failed its expectation, was not run or not judged, or a judge's verdict was
+    refused: what fails the evaluation whatever its scores) and one for the overall
+    threshold."""
     import functools
     from xml.etree import ElementTree as ET
 
@@ -129,6 +145,7 @@ def _broken(result: EvalResult) -> str:
     """What fails `result` whatever its scores, in a few words ("" when nothing does)."""
     counts = (
         (len(result.errors()), "case(s) stopped with an error"),
+        (len(result.failed_expectations()), "case(s) failed their expectation"),
         (len(result.not_run), "case(s) not run"),
         (len(result.not_judged), "judgement(s) not made"),
         (len(result.problems), "judge problem(s)"),

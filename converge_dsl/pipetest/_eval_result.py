@@ -37,9 +37,15 @@ class CaseScores:
     # that diagnostic's fields (code, message, file, line, column, hint, suggestor, cycle):
     # what the HTML page shows as `run` prints it
     diagnostic: Mapping[str, Any] | None = None
+    # what it expected of its run and did not get (a refusal, and the run stopped)
+    failed_expectation: str | None = None
 
     @property
     def mean(self) -> float:
+        """Its scores' mean; 0 when it failed its expectation (a refusal, measured by
+        that alone: no metric may score it)."""
+        if self.failed_expectation is not None:
+            return 0.0
         given = [s for s in self.scores.values() if s is not None]
         return sum(given) / len(given) if given else 1.0
 
@@ -63,8 +69,9 @@ class EvalResult:
     """One configuration's evaluation. `problems`: judges' bad verdicts, failed and
     refused calls (located diagnostics); `not_run`: cases never started, the
     evaluation's caps spent; `not_judged`: (case, metric) a judge call the caps refused
-    left without a score; a case whose run stopped with an error (`errors()`). Any
-    fails the evaluation."""
+    left without a score; a case whose run stopped with an error (`errors()`), a case
+    that failed what it expected of its run (`failed_expectations()`). Any fails the
+    evaluation."""
 
     evaluation: str
     cases: tuple[CaseScores, ...]
@@ -82,7 +89,8 @@ class EvalResult:
     @property
     def passed(self) -> bool:
         overall = self.threshold is None or self.overall >= self.threshold
-        broken = bool(self.problems or self.not_run or self.not_judged or self.errors())
+        broken = self.problems or self.not_run or self.not_judged or self.errors()
+        broken = broken or self.failed_expectations()
         return overall and not broken and all(a.passed for a in self.aggregates)
 
     def untimed(self) -> EvalResult:
@@ -96,6 +104,10 @@ class EvalResult:
     def errors(self) -> list[CaseScores]:
         """The cases whose run stopped with an error (their scores measure no answer)."""
         return [case for case in self.cases if case.error is not None]
+
+    def failed_expectations(self) -> list[CaseScores]:
+        """The cases that failed what they expected of their run (a refusal that ran)."""
+        return [case for case in self.cases if case.failed_expectation is not None]
 
     def worst(self, count: int = 5) -> list[CaseScores]:
         return sorted(self.cases, key=lambda c: (c.mean, c.name))[:count]
@@ -170,6 +182,8 @@ def _case_json(case: CaseScores) -> JsonObject:
         out["reasons"] = dict(case.reasons)
     if case.error is not None:
         out["error"] = case.error
+    if case.failed_expectation is not None:
+        out["failed_expectation"] = case.failed_expectation
     if case.diagnostic is not None:
         out["diagnostic"] = dict(case.diagnostic)
     return out

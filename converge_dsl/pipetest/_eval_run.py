@@ -47,6 +47,7 @@ from ._eval_spec import DEFAULT_CONFIGURATION, Configuration, EvalFile, Metric
 if TYPE_CHECKING:
     from converge_dsl.batch import BatchLimits, Case, CaseBudget, CaseResult, LocalPool
     from converge_dsl.diagnostics import Diagnostic
+    from converge_dsl.errors import UsageError
     from converge_dsl.runtime import OtelOptions
 
 
@@ -85,11 +86,10 @@ def _run_error(
     for another reason, or for a stop reason in `expected`: one a `stop_reason` metric of
     the evaluation asks for, so the evaluation measures it and scores it; a text and None
     for one without such a diagnostic). A case expecting its run to be refused
-    (`refusal`: `expected.stop_reason: usage_error`) passes when it is, and fails when it
-    stops for any other reason: a run error as ever, else a text saying so."""
+    (`refusal`: `expected.stop_reason: usage_error`) passes when it is; stopping with
+    another failure is a run error as ever (one that ran fails its expectation:
+    `_unmet`)."""
     stop = body.get("stop_reason")
-    if refusal and stop not in _FAILED_RUNS:
-        return f"expected its run to be refused (usage_error); it stopped with {stop}", None
     if stop not in _FAILED_RUNS or stop in expected or (refusal and stop == "usage_error"):
         return None, None
     for each in body.get("diagnostics") or ():
@@ -102,6 +102,15 @@ def _run_error(
             given = {k: each[k] for k in _DIAGNOSTIC_FIELDS if each.get(k) is not None}
             return f"{each.get('code')}: {each.get('message')}{where}", given
     return "the run stopped with an error", None
+
+
+def _unmet(body: Mapping[str, Any], refusal: bool) -> str | None:
+    """What a case expecting its run to be refused (`refusal`) says when the run was not
+    refused but stopped (None: it was, or it expects no refusal)."""
+    stop = body.get("stop_reason")
+    if refusal and stop not in _FAILED_RUNS:
+        return f"expected its run to be refused (usage_error); it stopped with {stop}"
+    return None
 
 
 def run_eval(
@@ -225,6 +234,7 @@ def _run_one(
                 reasons,
                 int(usage.get("model_calls", 0)),
                 *_run_error(body, expected_stops, refused(case)),
+                _unmet(body, refused(case)),
             )
         )
     aggregates = tuple(_aggregate(m, scored, confusion[m.name]) for m in evaluation.metrics)
@@ -280,13 +290,15 @@ def _cases(
     return replaying(cases, settings.replay)
 
 
-def _undeclared(inputs: Mapping[str, Any], declared: Collection[str]) -> str | None:
+def _undeclared(inputs: Mapping[str, Any], declared: Collection[str]) -> UsageError | None:
     """Why a case giving an input the pipeline does not declare is refused (its run's
-    `usage_error`), without a run: only a case expecting that refusal gives one (any
-    other was refused with the dataset, CD802), and `run_cases` would refuse the whole
-    evaluation for it."""
+    `usage_error`, in the run's words), without a run: only a case expecting that
+    refusal gives one (any other was refused with the dataset, CD802), and `run_cases`
+    would refuse the whole evaluation for it."""
+    from converge_dsl.compiler import unknown_input
+
     unknown = next((name for name in inputs if name not in declared), None)
-    return None if unknown is None else f"unknown input {unknown!r}"
+    return None if unknown is None else unknown_input(unknown, declared)
 
 
 def _results(

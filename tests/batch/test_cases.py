@@ -79,3 +79,22 @@ def test_a_result_line_is_the_json_dumps_of_its_body_byte_for_byte() -> None:
     expected = {"index": 2, "id": "c", "exit_code": 0, **body}
     assert line == json.dumps(expected, ensure_ascii=False, separators=(",", ":")) + "\n"
     assert line.startswith('{"index":2,"id":"c","exit_code":0,"stop_reason":')
+
+
+def test_a_cases_file_may_begin_with_a_byte_order_mark(tmp_path: Path) -> None:
+    # A file saved by an editor that puts one first: its first case was not JSON
+    # ("case 0: not JSON (...)"), the others ran.
+    from converge_dsl.batch import read_cases
+
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"id": "a", "word": "tea"}\n{"word": "milk"}\n')
+    cases = read_cases(path)
+    assert [(c.id, dict(c.inputs), c.problem) for c in cases] == [
+        ("a", {"word": "tea"}, None),
+        (None, {"word": "milk"}, None),
+    ]
+    assert cases[0].span is not None
+    assert (cases[0].span.line, cases[0].span.end_column) == (
+        1,
+        len('{"id": "a", "word": "tea"}') + 1,
+    )

@@ -159,3 +159,27 @@ def test_run_cases_refuses_an_undeclared_input_before_any_case_runs(tmp_path: Pa
     kept = [cases[0], cases[3]]
     results = sorted(run_cases(options, kept), key=lambda r: r.index)  # as they finish
     assert [r.stop_reason for r in results] == ["converged", "usage_error"]
+
+
+def test_an_api_case_giving_an_undeclared_input_is_placed_by_its_index_path(
+    tmp_path: Path,
+) -> None:
+    # `Pipeline.run_many` over mappings: CD802 had no file, no line and the root for a
+    # path; a case named by its id ('c') could not be found by its place in the list.
+    import converge_dsl
+    from converge_dsl.batch import BatchOptions, CasesRefused, read_cases, run_cases
+
+    pipeline = converge_dsl.load(ECHO)
+    with pytest.raises(CasesRefused) as caught:
+        list(pipeline.run_many([{"word": "a"}, {"word": "b"}, {"id": "c", "topic": "x"}]))
+    (found,) = [d.as_json() for d in caught.value.diagnostics]
+    assert (found["file"], found["line"], found["path"]) == ("", 0, "cases[2].inputs.topic")
+    assert found["message"] == "pipeline 'echo' has no input 'topic', given by case 'c'"
+    # Cases read from a cases file keep its line (`run_cases`, as `run --cases`).
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"word": "a"}\n\n{"topic": "x"}\n', encoding="utf-8")
+    options = BatchOptions(pipeline=ECHO, cases=cases, out=tmp_path / "unused")
+    with pytest.raises(CasesRefused) as caught:
+        list(run_cases(options, read_cases(cases)))
+    (found,) = [d.as_json() for d in caught.value.diagnostics]
+    assert (found["file"], found["line"], found["path"]) == (str(cases), 3, "<root>")

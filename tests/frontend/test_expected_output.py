@@ -96,6 +96,8 @@ def test_every_code_validate_can_report_is_exercised() -> None:
         codes.PACK_TOOL_OUTSIDE: "tests/packs/test_pack_tools.py",
         # found at run time, by `run --offline`
         codes.TOOL_OFFLINE_UNLOCKED: "tests/tools/test_caching.py",
+        # `run` given another kind of file (an evaluation...): not validate's
+        codes.NOT_A_PIPELINE: "tests/cli/test_run_other_kinds.py",
         # `serve --executor`: an option refused, a run whose worker died too often
         codes.EXECUTOR_OPTION_ALONE: "tests/serve/test_executors.py",
         codes.EXECUTOR_WORKER_LOST: "tests/serve/test_executors.py",

@@ -307,11 +307,41 @@ def test_a_case_expecting_a_refusal_is_refused_on_the_process_executor_too(
     assert (probe["stop_reason"], "error" in probe) == ("usage_error", False)
 
 
-def test_a_case_expecting_a_refusal_that_runs_fails_the_evaluation(tmp_path: Path) -> None:
-    # It converged, no metric scored it, and the evaluation passed.
+def test_a_case_expecting_a_refusal_that_runs_fails_the_evaluation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It converged, no metric scored it, and the evaluation passed. Then it was filed
+    # under "errors: 1 case(s) stopped with an error" with a mean of 1 (no worst case):
+    # its run stopped with no error; it failed what it expected, and scores 0.
     cases = _PROBES.replace('{"nope": "x"}', '{"ticket": "charged twice"}')
-    code, out, _ = cli("eval", _probes(tmp_path, cases))
+    _probes(tmp_path, cases)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = cli("eval", "e.eval.yaml", "--no-timings")
     assert code == 1
-    said = "probe: expected its run to be refused (usage_error); it stopped with converged"
-    assert f"errors: 1 case(s) stopped with an error:\n  {said}\n" in out
-    assert out.endswith("FAILED\n")
+    assert out == expected("eval-refusal-that-ran.txt", out)
+    code, out, _ = cli("eval", "e.eval.yaml", "--format", "json")
+    probe = json.loads(out)["cases"][1]
+    said = "expected its run to be refused (usage_error); it stopped with converged"
+    assert (probe["failed_expectation"], "error" in probe) == (said, False)
+    code, out, _ = cli("eval", "e.eval.yaml", "--format", "junit")
+    assert 'message="1 case(s) failed their expectation"' in out
+
+
+def test_a_probe_refused_without_a_run_is_refused_in_its_runs_words(tmp_path: Path) -> None:
+    # Refused without a run (on the process executor, or with models or a budget of its
+    # own), a probe said `unknown input "it's"`: Python's quoting, no hint; its run
+    # (the local executor) said it with a hint, and every message quotes as `written`.
+    import converge_dsl
+    from converge_dsl.errors import UsageError
+    from converge_dsl.pipetest._eval_run import EvalSettings, _cases
+    from converge_dsl.pipetest._eval_spec import read_eval_file
+
+    evaluation = read_eval_file(_probes(tmp_path, _PROBES.replace('"nope"', '"it\'s"')))
+    cases = _cases(evaluation, evaluation.configurations[0], EvalSettings(executor="process"))
+    problem = cases[1].problem
+    assert isinstance(problem, UsageError)
+    with pytest.raises(UsageError) as caught:
+        converge_dsl.load(tmp_path / "classify.yaml").run({"it's": "x"})
+    ran = caught.value
+    assert (problem.code, problem.message, problem.hint) == (ran.code, ran.message, ran.hint)
+    assert (ran.message, ran.hint) == ("unknown input 'it\\x27s'", "declared inputs: ticket")

@@ -398,7 +398,8 @@ def test_only_the_undeclared_inputs_shown_are_given_a_hint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 100,000 lines each giving another unknown input built 100,000 hints ("did you
-    # mean"), where at most 100 of a code are shown (and the first omitted named).
+    # mean"), where at most 100 of a code are shown; then 101, one more than shown (the
+    # first omitted is named by its place and count, never its hint).
     from converge_dsl.batch import _undeclared
     from converge_dsl.frontend import MAX_PER_CODE
 
@@ -412,7 +413,7 @@ def test_only_the_undeclared_inputs_shown_are_given_a_hint(
     text = "".join(f'{{"name": "c{i}", "inputs": {{"k{i}": 1}}}}\n' for i in range(300))
     found = _codes(_folder(tmp_path, "cases.jsonl", text))
     assert len([m for _, _, m in found if "has no input" in m]) == 300
-    assert asked == [f"k{i}" for i in range(MAX_PER_CODE + 1)]
+    assert asked == [f"k{i}" for i in range(MAX_PER_CODE)]
 
 
 _REFUSED = '"expected": {"stop_reason": "usage_error", "top": "x", "causes": []}'
@@ -465,3 +466,28 @@ def test_a_case_s_refusal_opt_in_covers_that_case_and_no_typo(tmp_path: Path) ->
         _no_input(1, "servic", "probe"),
         _no_input(2, "bogus", "normal"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("dataset", "text"),
+    [
+        ("cases.jsonl", '{"name": "a", "inputs": {"servce": "x"}, "expected": {"top": "t"}}\n'),
+        ("cases.csv", "name,input.servce,expected.top\na,x,t\n"),
+    ],
+)
+def test_a_dataset_may_begin_with_a_byte_order_mark(
+    tmp_path: Path, dataset: str, text: str
+) -> None:
+    """An editor's byte order mark is not part of the first line or header (as for `run
+    --cases`): the first case is read, and a caret on its line is where it is without."""
+
+    def found() -> list[tuple[str, int, int, str]]:
+        with pytest.raises(PipelineInvalid) as caught:
+            read_eval_file(tmp_path / "incident.eval.yaml")
+        return [(d.code, d.line, d.column, d.message) for d in caught.value.diagnostics]
+
+    _folder(tmp_path, dataset, text)
+    plain = found()
+    assert any("has no input 'servce'" in message for *_, message in plain)
+    (tmp_path / dataset).write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert found() == plain

@@ -288,3 +288,31 @@ def test_a_long_confusion_label_keeps_the_matrix_inside_its_section(
     assert long in [title for title, _ in heads]
     assert max(height for _, height in heads) < 40
     assert console_errors(browser) == []
+
+
+def test_a_refusal_that_ran_scores_0_and_is_a_failed_expectation(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # No metric scores a case expecting its run to be refused: the page gave it a mean of
+    # 1.000 (no worst case) and filed it under "stopped with an error".
+    from converge_dsl.pipetest._eval_run import run_eval
+    from converge_dsl.pipetest._eval_spec import read_eval_file
+
+    from .test_eval_run import _PROBES, _probes
+
+    ran = _PROBES.replace('{"nope": "x"}', '{"ticket": "charged twice"}')
+    result = run_eval(read_eval_file(_probes(tmp_path, ran))).untimed()
+    page = tmp_path / "unmet.html"
+    page.write_text(render_eval_html(result.as_json()), encoding="utf-8")
+    open_page(browser, page)
+    assert console_errors(browser) == []
+    assert browser.find_elements("id", "errors") == []
+    unmet = browser.find_element("id", "unmet")
+    said = "expected its run to be refused (usage_error); it stopped with converged"
+    assert unmet.find_element("css selector", ".error-case").text == f"probe\n{said}"
+    worst = browser.find_element("id", "worst").find_elements("css selector", "tbody tr")
+    assert [row.text.split() for row in worst] == [["probe", "0.000"]]
+    rows = visible_rows(browser, "#cases .row")
+    means = [row.find_elements("css selector", "span")[2].text for row in rows]
+    assert means == ["1.000", "0.000"]
+    browser.save_screenshot(str(artifacts / "eval-failed-expectation.png"))

@@ -110,6 +110,7 @@
      shown, not averaged */
   function scoreOf(v) { return isNum(v) && v >= 0 && v <= 1 ? v : null; }
   function caseMean(c) {
+    if (c.failed_expectation !== undefined) return 0;  /* a refusal that ran: measured by that alone */
     var given = names.map(function (m) { return scoreOf((c.scores || {})[m]); }).filter(function (v) { return v !== null; });
     return given.length ? given.reduce(function (a, b) { return a + b; }, 0) / given.length : 1;
   }
@@ -149,19 +150,27 @@
   }
   /* a case whose run stopped with an error, and what its pane shows first */
   function stoppedWithError(c) { return c.error !== undefined || !!c.diagnostic; }
-  function caseLead(c) { return stoppedWithError(c) ? diagnosticBlock(c) : null; }
-  var failed = cases.filter(stoppedWithError);
-  if (failed.length) {
-    var es = section("errors", "Errors ");
-    add(es.firstChild, el("small", "count", failed.length + " case(s) stopped with an error"));
-    failed.slice(0, SHOWN_ERRORS).forEach(function (c) {
+  function unmetBlock(c) { var pre = el("pre", "diag"); pre.appendChild(el("span", "message", c.failed_expectation)); return pre; }
+  function caseLead(c) { return stoppedWithError(c) ? diagnosticBlock(c) : c.failed_expectation !== undefined ? unmetBlock(c) : null; }
+  /* a section listing the first `cases`, each with its `block`; `said` counts them, `tick`
+     is the filter of the table that shows them all */
+  function caseSection(id, title, cases, said, block, tick) {
+    if (!cases.length) return;
+    var s = section(id, title);
+    add(s.firstChild, el("small", "count", cases.length + " case(s) " + said));
+    cases.slice(0, SHOWN_ERRORS).forEach(function (c) {
       var item = el("div", "error-case pick"); item.dataset.case = c.name;
-      add(item, el("div", "name", c.name), diagnosticBlock(c));
+      add(item, el("div", "name", c.name), block(c));
       pickable(item, "case " + c.name, c, caseLead.bind(null, c));
-      es.appendChild(item);
+      s.appendChild(item);
     });
-    if (failed.length > SHOWN_ERRORS) es.appendChild(el("div", "empty", "... and " + (failed.length - SHOWN_ERRORS) + " more: tick \u201conly cases that stopped with an error\u201d below, and click one"));
+    if (cases.length > SHOWN_ERRORS) s.appendChild(el("div", "empty", "... and " + (cases.length - SHOWN_ERRORS) + " more: tick \u201c" + tick + "\u201d below, and click one"));
   }
+  /* cases that failed what they expected of their run (a refusal that ran), then errors */
+  caseSection("unmet", "Failed expectations ", cases.filter(function (c) { return c.failed_expectation !== undefined; }),
+    "failed their expectation", unmetBlock, "only cases below 1");
+  caseSection("errors", "Errors ", cases.filter(stoppedWithError), "stopped with an error", diagnosticBlock,
+    "only cases that stopped with an error");
 
   /* -- against the baseline ------------------------------------------------------- */
   if (R.changes) {

@@ -1,0 +1,77 @@
+"""`run` given another kind of converge-dsl file: which it is and the command that takes it."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from converge_dsl.cli import run as cli
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPECTED = Path(__file__).parent / "expected"
+
+
+def _expect(name: str, text: str) -> None:
+    path = EXPECTED / name
+    if os.environ.get("UPDATE_EXPECTED"):
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    here = Path.cwd()
+    os.chdir(ROOT)
+    try:
+        code = cli(["run", *args], out, err)
+    finally:
+        os.chdir(here)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_an_evaluation_file_given_to_run_says_to_run_it_with_eval() -> None:
+    # It was read as a pipeline: eight schema errors (CD101 'name', CD103 'kind', CD100
+    # for each key of an evaluation), exit 2.
+    code, out, err = _run("pipelines/support-triage/triage.eval.yaml")
+    assert (code, out) == (3, "")
+    _expect("run-evaluation-file.txt", err)
+
+
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        ("pipelines/agent-review.test.yaml", "run it with `converge-dsl test "),
+        ("pipelines/agent-review.script.yaml", "a pipeline's model answers from it"),
+        ("builtin_packs/optimization/pack.yaml", "a pipeline uses its pack under `packs:`"),
+        ("tests/frontend/data/dir-is-a-file.run.yaml", "give it to a run of a pipeline: `converge"),
+    ],
+)
+def test_every_other_kind_given_to_run_is_one_usage_error_at_its_kind(path: str, said: str) -> None:
+    for args in ((path,), (path, "--cases", "cases.jsonl", "--out", "out.jsonl")):
+        code, _, err = _run(*args)
+        assert code == 3, err
+        assert err.startswith("error[CD818]: this is a")
+        assert f"= hint: {said}" in err
+        assert err.count("error[") == 1
+
+
+def test_run_format_json_gives_the_refusal_located_at_the_kind() -> None:
+    code, out, _ = _run("pipelines/support-triage/triage.eval.yaml", "--format", "json")
+    assert code == 3
+    (found,) = json.loads(out)["diagnostics"]
+    assert (found["code"], found["line"], found["column"], found["path"]) == ("CD818", 4, 7, "kind")
+
+
+def test_a_pipeline_naming_such_a_kind_deeper_down_still_runs(tmp_path: Path) -> None:
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(
+        "apiVersion: converge-dsl/v1\nkind: Pipeline\nname: p\n"
+        "description: 'kind: Evaluation'\nseeds:\n  - {key: hypotheses, id: a, content: x}\n",
+        encoding="utf-8",
+    )
+    code, _, err = _run(str(pipeline))
+    assert code == 0, err
