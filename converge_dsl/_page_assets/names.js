@@ -84,9 +84,10 @@ function shownCut(shown, at) {
    then U+200F or U+200E, the direction of the last letter kept, so that "\u2026" is drawn
    at the cut end of that letter's run, not beside its start. Both ways alike: a line that
    starts in Arabic and goes on in a long Latin stretch is cut where it reads to too, as
-   that stretch would otherwise show its end. The whole line stays in its title. Every line
-   is read first (one layout; the cut is measured on a canvas) and written after, so a
-   list's draw lays the page out once whatever the number of lines. CUT_LINES is page.css' list of those lines. */
+   that stretch would otherwise show its end. The whole line stays in its title and its
+   aria-label, and a copy of it gives it whole. Every line is read first (one layout; the
+   cut is measured on a canvas) and written after, so a list's draw lays the page out once
+   whatever the number of lines. CUT_LINES is page.css' list of those lines. */
 var CUT_LINES = ".row span,.vlist .head span,.error-case .name,#title,.matrix th";
 var RIGHT_TO_LEFT = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\u{10800}-\u{10fff}\u{1e800}-\u{1efff}]/u;
 var LETTERS = /\p{L}/gu;
@@ -148,6 +149,7 @@ function cutLine(box, at) {
     was = { whole: box.textContent }; CUT_WHOLE.set(box, was);
     if (!box.title) box.title = was.whole;
   }
+  box.setAttribute("aria-label", was.whole);
   box.textContent = was.shown = cutText(was.whole, at);
 }
 /* the line `box` shows cut, or null */
@@ -155,6 +157,20 @@ function cutWhole(box) {
   var was = CUT_WHOLE.get(box);
   return was && box.textContent === was.shown ? was.whole : null;
 }
+/* a copy gives each cut line in it whole (one copied whole, not a piece of it) */
+document.addEventListener("copy", function (e) {
+  var selection = getSelection(), text = selection.toString(), found = false;
+  document.querySelectorAll(CUT_LINES).forEach(function (box) {
+    var whole = cutWhole(box);
+    if (whole === null || !selection.containsNode(box, true)) return;
+    var at = text.indexOf(box.textContent);
+    if (at < 0) return;
+    text = text.slice(0, at) + whole + text.slice(at + box.textContent.length); found = true;
+  });
+  if (!found || !e.clipboardData) return;
+  e.clipboardData.setData("text/plain", text);
+  e.preventDefault();
+});
 var refitting = false;
 window.addEventListener("resize", function () {
   if (refitting) return;
@@ -163,7 +179,7 @@ window.addEventListener("resize", function () {
     refitting = false;
     document.querySelectorAll(CUT_LINES).forEach(function (box) {  /* each line whole again, then cut to the new width */
       var whole = cutWhole(box);
-      if (whole !== null) box.textContent = whole;
+      if (whole !== null) { box.textContent = whole; box.removeAttribute("aria-label"); }
       CUT_WHOLE.delete(box);
     });
     fitLines(document);

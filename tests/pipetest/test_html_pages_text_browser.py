@@ -251,7 +251,8 @@ _TWO_FRAMES = (
 
 def _cut_at_its_end(browser: Any, css: str, at: int, whole: str = _LATIN_THEN_ARABIC) -> None:
     """The element at `css` that shows the start of `whole` shows its letter at `at` (the
-    first written the other way), and "…" right after its last letter kept, whole in its title."""
+    first written the other way), and "…" right after its last letter kept; whole in its
+    title and its aria-label."""
     cells = [c for c in browser.execute_script(_ARABIC_LAID, css, at) if whole[:7] in c["text"]]
     assert len(cells) == 1, css
     for cell in cells:
@@ -261,6 +262,7 @@ def _cut_at_its_end(browser: Any, css: str, at: int, whole: str = _LATIN_THEN_AR
         assert cell["text"][-2:] in ("\u2026\u200f", "\u2026\u200e"), cell  # cut
         assert whole in cell["title"], cell
         assert cell["title"].startswith(cell["text"][:-2]), cell
+        assert cell["label"] == cell["title"], cell
         # the "…" beside the last letter kept, where it reads to
         (ellipsis_left, ellipsis_right), (before_left, before_right) = (
             cell["ellipsis"],
@@ -363,4 +365,30 @@ def test_a_lists_draw_lays_the_page_out_a_bounded_number_of_times(
     cut = [c for c in _laid(browser, "#cases .row span.c-case") if c["text"].startswith("Row")]
     assert len(cut) > 10, cut
     assert all("\u2026" in c["text"] for c in cut), cut
+    assert console_errors(browser) == []
+
+
+_SELECT_AND_COPY = (
+    "var box = document.querySelector(arguments[0]), range = document.createRange();"
+    "range.selectNodeContents(box.parentNode);"
+    "getSelection().removeAllRanges(); getSelection().addRange(range);"
+    "var data = new DataTransfer();"
+    "box.dispatchEvent(new ClipboardEvent('copy', {clipboardData: data, bubbles: true}));"
+    "return [box.textContent, box.getAttribute('aria-label'), data.getData('text/plain')];"
+)
+
+
+def test_a_cut_line_copied_or_read_aloud_is_whole(browser: Any, tmp_path: Path) -> None:
+    # A line cut where it reads to held the cut text only: a copy of it, a screen reader and
+    # a search in the page had "Case 12 …" and the start of its Arabic, not the name.
+    cases = [{"name": _LATIN_THEN_ARABIC, "stop_reason": "converged", "scores": {"m": 1}}]
+    document = {"evaluation": "e", "passed": True, "metrics": [], "cases": cases}
+    page = tmp_path / "copy.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    open_page(browser, page)
+    shown, label, copied = browser.execute_script(_SELECT_AND_COPY, "#cases .row span.c-case")
+    assert "\u2026" in shown
+    assert label == _LATIN_THEN_ARABIC
+    assert _LATIN_THEN_ARABIC in copied, copied
+    assert "\u2026" not in copied, copied
     assert console_errors(browser) == []
