@@ -16,9 +16,10 @@
                      keycap is split nor a letter parted from its marks; Python's is `shown_cut`
                      (`at` and the place count UTF-16 units, as a string's indices do
                      here; Python's count code points: a character past U+FFFF is 2 here)
-   fitLines(root)    cuts each line under `root` (or `root` itself) that page.css cuts with an
-                     ellipsis (CUT_LINES) where the browser's cut hides the line's start, as
-                     below; again when the window's width changes */
+   fitLines(root, rows) cuts each line under `root` (or `root` itself) that page.css cuts
+                     with an ellipsis (CUT_LINES) where the browser's cut hides the line's
+                     start, as below (a list's rows left out when `rows` is false: the list
+                     fits them as it draws them); again when the window's width changes */
 var NAMED_CHARACTERS = /@NAMED@/g;
 /* Unicode's emoji ZWJ sequences ("T" for any skin tone), written in by `page_asset` from
    `emoji_zwj.txt`; a run of characters joined by zero-width joiners (each maybe followed by
@@ -87,14 +88,17 @@ function shownCut(shown, at) {
    that stretch would otherwise show its end. The whole line stays in its title and its
    aria-label, and a copy of it gives it whole. Every line is read first (one layout; the
    cut is measured on a canvas) and written after, so a list's draw lays the page out once
-   whatever the number of lines. CUT_LINES is page.css' list of those lines. */
-var CUT_LINES = ".row span,.vlist .head span,.error-case .name,#title,.matrix th";
+   whatever the number of lines. CUT_LINES is page.css' list of those lines, both written
+   in by `page_asset`. */
+var CUT_LINES = "@CUT_LINES@";
 var RIGHT_TO_LEFT = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\u{10800}-\u{10fff}\u{1e800}-\u{1efff}]/u;
 var LETTERS = /\p{L}/gu;
 var CUT_WHOLE = new WeakMap(), cutMeasure = null;
-function fitLines(root) {
+/* `rows` false: leave a list's rows, which the list fits as it draws them */
+function fitLines(root, rows) {
   var boxes = root.matches && root.matches(CUT_LINES) ? [root] : root.querySelectorAll(CUT_LINES), cuts = [];
   for (var i = 0; i < boxes.length; i++) {
+    if (rows === false && boxes[i].closest(".row")) continue;
     var at = startThatFits(boxes[i]);
     if (at !== null) cuts.push([boxes[i], at]);
   }

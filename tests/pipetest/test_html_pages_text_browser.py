@@ -392,3 +392,31 @@ def test_a_cut_line_copied_or_read_aloud_is_whole(browser: Any, tmp_path: Path) 
     assert _LATIN_THEN_ARABIC in copied, copied
     assert "\u2026" not in copied, copied
     assert console_errors(browser) == []
+
+
+# Counts, before the page's scripts run, how often each list cell's style is read
+_COUNT_STYLE_READS = (
+    "var read = window.getComputedStyle; window.styleReads = new Map();"
+    "window.getComputedStyle = function (box) {"
+    " if (box.matches && box.matches('.row span'))"
+    "  window.styleReads.set(box, (window.styleReads.get(box) || 0) + 1);"
+    " return read.apply(this, arguments); };"
+)
+
+
+def test_a_lists_rows_are_fitted_once_as_the_page_loads(browser: Any, tmp_path: Path) -> None:
+    # The list fitted its rows as it drew them, and the page's ready fitted them again.
+    cases = [{"name": _LATIN_THEN_ARABIC, "stop_reason": "converged"}] * 20
+    document = {"evaluation": "e", "passed": True, "metrics": [], "cases": cases}
+    page = tmp_path / "once.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    script = {"source": _COUNT_STYLE_READS}
+    added = browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", script)
+    try:
+        open_page(browser, page)
+    finally:
+        browser.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", added)
+    reads = browser.execute_script("return Array.from(window.styleReads.values())")
+    assert len(reads) >= 20, reads
+    assert max(reads) == 1, reads
+    assert console_errors(browser) == []
