@@ -131,21 +131,17 @@ function startThatFits(box) {
   if (range.getBoundingClientRect().width <= roomWidth + 0.5) return null;
   if (!cutMeasure) cutMeasure = document.createElement("canvas").getContext("2d");
   cutMeasure.font = [style.fontStyle, style.fontWeight, style.fontSize, style.fontFamily].join(" ");
-  var text = node.data, width = roomWidth - cutMeasure.measureText("\u2026").width;
-  var used = 0, at = 0, hidden = false, parts = GRAPHEMES ? GRAPHEMES.segment(text) : [];
-  if (!GRAPHEMES) for (var i = 0; i < text.length; i += parts[parts.length - 1].segment.length) parts.push({ index: i, segment: String.fromCodePoint(text.codePointAt(i)) });
-  for (var part of parts) {
-    var end = part.index + part.segment.length;
-    range.setStart(node, part.index); range.setEnd(node, end);
-    var drawn = range.getBoundingClientRect();
-    if ((used += drawn.width) > width) break;
-    if (drawn.width && (drawn.left < room.left - 0.5 || drawn.right > room.right + 0.5)) hidden = true;
-    at = end;
+  /* the longest start that fits with "\u2026", measured on the canvas, then whether the
+     browser draws a piece of it past the box (the union of its pieces' boxes) */
+  var text = node.data, fits = 0, over = text.length;
+  while (fits < over) {
+    var mid = Math.ceil((fits + over) / 2);
+    if (cutMeasure.measureText(cutText(text, mid)).width <= roomWidth) fits = mid; else over = mid - 1;
   }
-  if (!hidden) return null;
-  /* (the widths of a start's clusters, added up, may be a little short of the start's) */
-  for (at = shownCut(text, at); at > 0 && cutMeasure.measureText(cutText(text, at)).width > roomWidth; ) at = shownCut(text, at - 1);
-  return at;
+  var at = shownCut(text, fits);
+  range.setStart(node, 0); range.setEnd(node, at);
+  var drawn = range.getBoundingClientRect();
+  return at > 0 && (drawn.left < room.left - 0.5 || drawn.right > room.right + 0.5) ? at : null;
 }
 function cutLine(box, at) {
   var was = CUT_WHOLE.get(box);
