@@ -13,7 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from converge_dsl import _page_assets
 from converge_dsl._page_assets import (
+    _CUT_LINES,
     _NAMED_CLASS,
     _ZWJ_RUN,
     html_text,
@@ -40,6 +42,19 @@ def test_the_boxes_with_room_for_marks_are_named_once() -> None:
     assert rules.count(boxes) == 1
     for box in ("header h1", ".side td pre", "#details dd", ".detail dd"):
         assert rules.count(box) == 1, box
+
+
+def test_the_lines_cut_with_an_ellipsis_are_listed_once() -> None:
+    # page.css listed them twice and names.js a third time: a line added to page.css and
+    # not to names.js was cut by the browser only, its start hidden.
+    style, script = page_asset("page.css"), page_asset("names.js")
+    assert "@CUT_LINES@" not in style + script
+    rules = re.sub(r"/\*.*?\*/", "", style, flags=re.S)
+    assert rules.count(_CUT_LINES + "{") == 1
+    assert rules.count(f":where({_CUT_LINES})" + "{") == 1
+    assert f'var CUT_LINES = "{_CUT_LINES}";' in script
+    written = (Path(_page_assets.__file__).parent / "page.css").read_text(encoding="utf-8")
+    assert ".matrix th" not in re.sub(r"/\*.*?\*/", "", written, flags=re.S)  # named once
 
 
 def test_control_and_bidi_characters_show_as_their_escapes() -> None:

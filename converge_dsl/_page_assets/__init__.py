@@ -71,6 +71,10 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 )
 _UNSHOWN = re.compile(UNSHOWN)
+# The lines every page cuts short with an ellipsis, laid in the direction they read in
+# (`page.css`), and cut where they read to when the browser's cut hides their start
+# (`names.js`' fitLines): one list, written into both.
+_CUT_LINES = ".row span,.vlist .head span,.error-case .name,#title,.matrix th"
 # What `page_name` rewrites, as ranges of code points: one list, which both the Python
 # pattern and the pages' JavaScript one (`names.js`, `shownName`) are made from.
 # `page_text`'s (`UNSHOWN`), and what a one-line name should not show raw either: newline
@@ -115,12 +119,16 @@ _UNSHOWN_ESCAPED = re.compile(r"\\(?:[bfr]|u00[01])")
 
 
 def page_asset(name: str) -> str:
-    """The text of the shared file `name` (a file of this package); `names.js` with the
-    class of characters `page_name` rewrites written in, as a JavaScript pattern, and
+    """The text of the shared file `name` (a file of this package); `page.css` and
+    `names.js` with the lines cut with an ellipsis (`_CUT_LINES`) written in, `names.js`
+    with the class of characters `page_name` rewrites, as a JavaScript pattern, and
     emoji ZWJ sequences a page shows whole, as a JSON string (one space between two)."""
     text = (_FOLDER / name).read_text(encoding="utf-8")
+    if name == "page.css":
+        return text.replace("@CUT_LINES@", _CUT_LINES)
     if name != "names.js":
         return text
+    text = text.replace("@CUT_LINES@", _CUT_LINES)
     sequences = json.dumps(" ".join(sorted(_zwj_sequences())), ensure_ascii=False)
     return text.replace("@NAMED@", _NAMED_CLASS).replace("@ZWJ_SEQUENCES@", sequences)
 

@@ -16,9 +16,10 @@
                      keycap is split nor a letter parted from its marks; Python's is `shown_cut`
                      (`at` and the place count UTF-16 units, as a string's indices do
                      here; Python's count code points: a character past U+FFFF is 2 here)
-   fitLines(root)    cuts each line under `root` (or `root` itself) that page.css cuts with an
-                     ellipsis (CUT_LINES) where the browser's cut hides the line's start, as
-                     below; again when the window's width changes */
+   fitLines(root, rows) cuts each line under `root` (or `root` itself) that page.css cuts
+                     with an ellipsis (CUT_LINES) where the browser's cut hides the line's
+                     start, as below (a list's rows left out when `rows` is false: the list
+                     fits them as it draws them); again when the window's width changes */
 var NAMED_CHARACTERS = /@NAMED@/g;
 /* Unicode's emoji ZWJ sequences ("T" for any skin tone), written in by `page_asset` from
    `emoji_zwj.txt`; a run of characters joined by zero-width joiners (each maybe followed by
@@ -78,78 +79,109 @@ function shownCut(shown, at) {
 /* page.css lays a line cut with an ellipsis in the direction its first letter reads in, and
    the browser cuts it where it leaves its box, as it is drawn: a run written the other way
    ("Case 12 " then a long Arabic name) is drawn turned around, so what showed was the
-   run's end, its start past the edge. Such a line (one text node holding a right-to-left
-   letter, whose cut hides a letter of the start that fits) is cut where it leaves the box as
-   it reads: the longest start that fits with "\u2026" (at a place shownCut allows), whole in
-   its title. Every line is read first and written after, so the page is laid out once.
-   CUT_LINES is page.css' list of those lines. */
-var CUT_LINES = ".row span,.vlist .head span,.error-case .name,#title,.matrix th";
+   run's end, its start past the edge. Such a line (one text node holding letters of both
+   directions, whose cut hides a letter of the start that fits) is cut where it leaves the
+   box as it reads: the longest start that fits with "\u2026" (at a place shownCut allows),
+   then U+200F or U+200E, the direction of the last letter kept, so that "\u2026" is drawn
+   at the cut end of that letter's run, not beside its start. Both ways alike: a line that
+   starts in Arabic and goes on in a long Latin stretch is cut where it reads to too, as
+   that stretch would otherwise show its end. The whole line stays in its title and its
+   aria-label, and a copy of it gives it whole. Every line is read first (one layout; the
+   cut is measured on a canvas) and written after, so a list's draw lays the page out once
+   whatever the number of lines. CUT_LINES is page.css' list of those lines, both written
+   in by `page_asset`. */
+var CUT_LINES = "@CUT_LINES@";
 var RIGHT_TO_LEFT = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\u{10800}-\u{10fff}\u{1e800}-\u{1efff}]/u;
-var CUT_WHOLE = new WeakMap(), cutLines = [], cutMeasure = null;
-function fitLines(root) {
+var LETTERS = /\p{L}/gu;
+var CUT_WHOLE = new WeakMap(), cutMeasure = null;
+/* `rows` false: leave a list's rows, which the list fits as it draws them */
+function fitLines(root, rows) {
   var boxes = root.matches && root.matches(CUT_LINES) ? [root] : root.querySelectorAll(CUT_LINES), cuts = [];
   for (var i = 0; i < boxes.length; i++) {
+    if (rows === false && boxes[i].closest(".row")) continue;
     var at = startThatFits(boxes[i]);
     if (at !== null) cuts.push([boxes[i], at]);
   }
   cuts.forEach(function (c) { cutLine(c[0], c[1]); });
-  cuts.forEach(function (c) {  /* (the widths of a start's clusters, added up, may be a little short) */
-    for (var n = 0, at = c[1]; n < 8 && at > 0 && overflows(c[0], c[0].firstChild); n++) cutLine(c[0], at = shownCut(CUT_WHOLE.get(c[0]).whole, at - 1));
-  });
+}
+/* whether `text` holds a letter written the other way from its first */
+function bothWays(text) {
+  if (!RIGHT_TO_LEFT.test(text)) return false;
+  var letters = text.match(LETTERS) || [], first = RIGHT_TO_LEFT.test(letters[0] || "");
+  return letters.some(function (letter) { return RIGHT_TO_LEFT.test(letter) !== first; });
+}
+/* the start of `text` up to `at` with "\u2026" and the mark of its last letter's direction */
+function cutText(text, at) {
+  var kept = text.slice(0, at).replace(/\s+$/, ""), letters = kept.match(LETTERS);
+  var mark = !letters ? "" : RIGHT_TO_LEFT.test(letters[letters.length - 1]) ? "\u200f" : "\u200e";
+  return kept + "\u2026" + mark;
 }
 function lineRoom(box) {
   var style = getComputedStyle(box), rect = box.getBoundingClientRect();
   var left = rect.left + box.clientLeft + parseFloat(style.paddingLeft);
   return { left: left, right: rect.left + box.clientLeft + box.clientWidth - parseFloat(style.paddingRight), style: style };
 }
-function overflows(box, node) {
-  var room = lineRoom(box), range = document.createRange();
-  range.selectNodeContents(node);
-  return range.getBoundingClientRect().width > room.right - room.left + 0.5;
-}
 /* where `box`'s line is to be cut, or null where it fits or the browser's cut shows its start */
 function startThatFits(box) {
   var node = box.firstChild;
-  if (!node || node.nodeType !== 3 || node.nextSibling || !RIGHT_TO_LEFT.test(node.data)) return null;
-  var room = lineRoom(box), range = document.createRange();
-  if (room.style.textOverflow !== "ellipsis" || !overflows(box, node)) return null;
+  if (!node || node.nodeType !== 3 || node.nextSibling || !bothWays(node.data)) return null;
+  var room = lineRoom(box), range = document.createRange(), style = room.style, roomWidth = room.right - room.left;
+  if (style.textOverflow !== "ellipsis") return null;
+  range.selectNodeContents(node);
+  if (range.getBoundingClientRect().width <= roomWidth + 0.5) return null;
   if (!cutMeasure) cutMeasure = document.createElement("canvas").getContext("2d");
-  cutMeasure.font = room.style.font;
-  var text = node.data, width = room.right - room.left - cutMeasure.measureText("\u2026").width;
-  var used = 0, at = 0, hidden = false, parts = GRAPHEMES ? GRAPHEMES.segment(text) : [];
-  if (!GRAPHEMES) for (var i = 0; i < text.length; i += parts[parts.length - 1].segment.length) parts.push({ index: i, segment: String.fromCodePoint(text.codePointAt(i)) });
-  for (var part of parts) {
-    var end = part.index + part.segment.length;
-    range.setStart(node, part.index); range.setEnd(node, end);
-    var drawn = range.getBoundingClientRect();
-    if ((used += drawn.width) > width) break;
-    if (drawn.width && (drawn.left < room.left - 0.5 || drawn.right > room.right + 0.5)) hidden = true;
-    at = end;
+  cutMeasure.font = [style.fontStyle, style.fontWeight, style.fontSize, style.fontFamily].join(" ");
+  /* the longest start that fits with "\u2026", measured on the canvas, then whether the
+     browser draws a piece of it past the box (the union of its pieces' boxes) */
+  var text = node.data, fits = 0, over = text.length;
+  while (fits < over) {
+    var mid = Math.ceil((fits + over) / 2);
+    if (cutMeasure.measureText(cutText(text, mid)).width <= roomWidth) fits = mid; else over = mid - 1;
   }
-  return hidden ? shownCut(text, at) : null;
+  var at = shownCut(text, fits);
+  range.setStart(node, 0); range.setEnd(node, at);
+  var drawn = range.getBoundingClientRect();
+  return at > 0 && (drawn.left < room.left - 0.5 || drawn.right > room.right + 0.5) ? at : null;
 }
 function cutLine(box, at) {
   var was = CUT_WHOLE.get(box);
   if (!was || box.textContent !== was.shown) {  /* (a line the page wrote again since) */
-    if (cutLines.length > 512) cutLines = cutLines.filter(function (line) { return line.isConnected; });
-    was = { whole: box.textContent }; CUT_WHOLE.set(box, was); cutLines.push(box);
+    was = { whole: box.textContent }; CUT_WHOLE.set(box, was);
     if (!box.title) box.title = was.whole;
   }
-  box.textContent = was.shown = was.whole.slice(0, at).replace(/\s+$/, "") + "\u2026";
+  box.setAttribute("aria-label", was.whole);
+  box.textContent = was.shown = cutText(was.whole, at);
 }
+/* the line `box` shows cut, or null */
+function cutWhole(box) {
+  var was = CUT_WHOLE.get(box);
+  return was && box.textContent === was.shown ? was.whole : null;
+}
+/* a copy gives each cut line in it whole (one copied whole, not a piece of it) */
+document.addEventListener("copy", function (e) {
+  var selection = getSelection(), text = selection.toString(), found = false;
+  document.querySelectorAll(CUT_LINES).forEach(function (box) {
+    var whole = cutWhole(box);
+    if (whole === null || !selection.containsNode(box, true)) return;
+    var at = text.indexOf(box.textContent);
+    if (at < 0) return;
+    text = text.slice(0, at) + whole + text.slice(at + box.textContent.length); found = true;
+  });
+  if (!found || !e.clipboardData) return;
+  e.clipboardData.setData("text/plain", text);
+  e.preventDefault();
+});
 var refitting = false;
 window.addEventListener("resize", function () {
   if (refitting) return;
   refitting = true;
   requestAnimationFrame(function () {
     refitting = false;
-    cutLines = cutLines.filter(function (box) { return box.isConnected; });
-    cutLines.forEach(function (box) {  /* each line whole again, then cut to the new width */
-      var was = CUT_WHOLE.get(box);
-      if (box.textContent === was.shown) box.textContent = was.whole;
+    document.querySelectorAll(CUT_LINES).forEach(function (box) {  /* each line whole again, then cut to the new width */
+      var whole = cutWhole(box);
+      if (whole !== null) { box.textContent = whole; box.removeAttribute("aria-label"); }
       CUT_WHOLE.delete(box);
     });
-    cutLines = [];
     fitLines(document);
   });
 });

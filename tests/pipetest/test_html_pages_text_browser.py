@@ -225,15 +225,19 @@ def test_a_name_written_right_to_left_that_fits_stays_at_its_columns_edge(
 # A Latin start, then a long stretch of Arabic: the line reads left to right
 _LATIN_THEN_ARABIC = "Case 12 " + " ".join([_LONG_NAMES[0]] * 8)
 _ARABIC_AT = len("Case 12 ")
-# Where each of the elements `css` draws the first letter of its Arabic, and its content box
+# Where each of the elements `css` draws the first letter of its Arabic, its "…" and the last
+# letter before it, and its content box
 _ARABIC_LAID = (
     "var at = arguments[1];"
     "return Array.from(document.querySelectorAll(arguments[0])).map(function (box) {"
-    " var range = document.createRange(), style = getComputedStyle(box);"
-    " range.setStart(box.firstChild, at); range.setEnd(box.firstChild, at + 1);"
-    " var letter = range.getBoundingClientRect(), rect = box.getBoundingClientRect();"
-    " var left = rect.left + parseFloat(style.paddingLeft);"
-    " return {text: box.textContent, title: box.title, letter: [letter.left, letter.right],"
+    " var range = document.createRange(), style = getComputedStyle(box), node = box.firstChild;"
+    " function drawn(from, to) { range.setStart(node, from); range.setEnd(node, to);"
+    "  var r = range.getBoundingClientRect(); return [r.left, r.right]; }"
+    " var rect = box.getBoundingClientRect(), left = rect.left + parseFloat(style.paddingLeft);"
+    " var ellipsis = node.data.lastIndexOf('\u2026');"
+    " return {text: box.textContent, title: box.title, label: box.getAttribute('aria-label'),"
+    "  letter: drawn(at, at + 1), ellipsis: ellipsis < 0 ? null : drawn(ellipsis, ellipsis + 1),"
+    "  before: ellipsis < 1 ? null : drawn(ellipsis - 1, ellipsis),"
     "  box: [left, rect.right - parseFloat(style.paddingRight)]};"
     " });"
 )
@@ -245,17 +249,26 @@ _TWO_FRAMES = (
 )
 
 
-def _cut_at_its_end(browser: Any, css: str, at: int) -> None:
-    """The element at `css` that shows "Case 12" shows its first Arabic letter, and "…"."""
-    cells = [c for c in browser.execute_script(_ARABIC_LAID, css, at) if "Case 12" in c["text"]]
+def _cut_at_its_end(browser: Any, css: str, at: int, whole: str = _LATIN_THEN_ARABIC) -> None:
+    """The element at `css` that shows the start of `whole` shows its letter at `at` (the
+    first written the other way), and "…" right after its last letter kept; whole in its
+    title and its aria-label."""
+    cells = [c for c in browser.execute_script(_ARABIC_LAID, css, at) if whole[:7] in c["text"]]
     assert len(cells) == 1, css
     for cell in cells:
         left, right = cell["box"]
         assert left - 0.5 <= cell["letter"][0], cell  # drawn in its box
         assert cell["letter"][1] <= right + 0.5, cell
-        assert cell["text"].endswith("\u2026"), cell  # cut, and whole in its title
-        assert _LATIN_THEN_ARABIC in cell["title"], cell
-        assert cell["title"].startswith(cell["text"][:-1]), cell
+        assert cell["text"][-2:] in ("\u2026\u200f", "\u2026\u200e"), cell  # cut
+        assert whole in cell["title"], cell
+        assert cell["title"].startswith(cell["text"][:-2]), cell
+        assert cell["label"] == cell["title"], cell
+        # the "…" beside the last letter kept, where it reads to
+        (ellipsis_left, ellipsis_right), (before_left, before_right) = (
+            cell["ellipsis"],
+            cell["before"],
+        )
+        assert min(abs(ellipsis_right - before_left), abs(ellipsis_left - before_right)) < 1, cell
 
 
 def test_a_latin_line_with_a_long_arabic_stretch_is_cut_where_it_overflows(
@@ -300,4 +313,110 @@ def test_a_latin_line_with_a_long_arabic_stretch_is_cut_where_it_overflows(
         _cut_at_its_end(browser, "#title", len("Evaluation: ") + _ARABIC_AT)
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    assert console_errors(browser) == []
+
+
+def test_a_line_starting_right_to_left_with_a_long_latin_stretch_is_cut_where_it_reads_to(
+    browser: Any, tmp_path: Path
+) -> None:
+    # The same both ways: an Arabic start, then a long stretch of Latin, drawn turned around
+    # in the line laid right to left, showed the stretch's end at the cut; it is cut as it
+    # reads, the "…" right after the last Latin letter kept.
+    arabic = "\u0645\u062d\u0645\u062f "  # محمد
+    name = arabic + " ".join(["Latin words that go on"] * 6)
+    cases = [{"name": name, "stop_reason": "converged", "scores": {"m": 1}}]
+    document = {"evaluation": "e", "passed": True, "metrics": [], "cases": cases}
+    page = tmp_path / "arabic-latin.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    open_page(browser, page)
+    _cut_at_its_end(browser, "#cases .row span.c-case", len(arabic), name)
+    assert console_errors(browser) == []
+
+
+# The page's layouts so far (Chrome's count)
+def _layouts(browser: Any) -> float:
+    metrics = browser.execute_cdp_cmd("Performance.getMetrics", {})["metrics"]
+    return float(next(m["value"] for m in metrics if m["name"] == "LayoutCount"))
+
+
+def test_a_lists_draw_lays_the_page_out_a_bounded_number_of_times(
+    browser: Any, tmp_path: Path
+) -> None:
+    # Each line cut where it reads to was measured again right after the line before it was
+    # cut: one draw of a list of 10,000 such cases laid the page out 26 times, not 2, and
+    # took 2 to 3 times as long. Pure right-to-left lines were measured letter by letter.
+    cases = [
+        {"name": f"Row {i} " + _LONG_NAMES[0] * 3 if i % 2 else f"{_LONG_NAMES[0]} {i}"}
+        for i in range(10_000)
+    ]
+    document = {"evaluation": "e", "passed": True, "metrics": [], "cases": cases}
+    page = tmp_path / "many.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    open_page(browser, page)
+    browser.execute_cdp_cmd("Performance.enable", {})
+    try:
+        before = _layouts(browser)
+        browser.execute_script("document.querySelector('#cases .vlist').scrollTop = 123456")
+        browser.execute_script(_TWO_FRAMES)
+        laid = _layouts(browser) - before
+    finally:
+        browser.execute_cdp_cmd("Performance.disable", {})
+    assert laid <= 4, laid
+    cut = [c for c in _laid(browser, "#cases .row span.c-case") if c["text"].startswith("Row")]
+    assert len(cut) > 10, cut
+    assert all("\u2026" in c["text"] for c in cut), cut
+    assert console_errors(browser) == []
+
+
+_SELECT_AND_COPY = (
+    "var box = document.querySelector(arguments[0]), range = document.createRange();"
+    "range.selectNodeContents(box.parentNode);"
+    "getSelection().removeAllRanges(); getSelection().addRange(range);"
+    "var data = new DataTransfer();"
+    "box.dispatchEvent(new ClipboardEvent('copy', {clipboardData: data, bubbles: true}));"
+    "return [box.textContent, box.getAttribute('aria-label'), data.getData('text/plain')];"
+)
+
+
+def test_a_cut_line_copied_or_read_aloud_is_whole(browser: Any, tmp_path: Path) -> None:
+    # A line cut where it reads to held the cut text only: a copy of it, a screen reader and
+    # a search in the page had "Case 12 …" and the start of its Arabic, not the name.
+    cases = [{"name": _LATIN_THEN_ARABIC, "stop_reason": "converged", "scores": {"m": 1}}]
+    document = {"evaluation": "e", "passed": True, "metrics": [], "cases": cases}
+    page = tmp_path / "copy.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    open_page(browser, page)
+    shown, label, copied = browser.execute_script(_SELECT_AND_COPY, "#cases .row span.c-case")
+    assert "\u2026" in shown
+    assert label == _LATIN_THEN_ARABIC
+    assert _LATIN_THEN_ARABIC in copied, copied
+    assert "\u2026" not in copied, copied
+    assert console_errors(browser) == []
+
+
+# Counts, before the page's scripts run, how often each list cell's style is read
+_COUNT_STYLE_READS = (
+    "var read = window.getComputedStyle; window.styleReads = new Map();"
+    "window.getComputedStyle = function (box) {"
+    " if (box.matches && box.matches('.row span'))"
+    "  window.styleReads.set(box, (window.styleReads.get(box) || 0) + 1);"
+    " return read.apply(this, arguments); };"
+)
+
+
+def test_a_lists_rows_are_fitted_once_as_the_page_loads(browser: Any, tmp_path: Path) -> None:
+    # The list fitted its rows as it drew them, and the page's ready fitted them again.
+    cases = [{"name": _LATIN_THEN_ARABIC, "stop_reason": "converged"}] * 20
+    document = {"evaluation": "e", "passed": True, "metrics": [], "cases": cases}
+    page = tmp_path / "once.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    script = {"source": _COUNT_STYLE_READS}
+    added = browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", script)
+    try:
+        open_page(browser, page)
+    finally:
+        browser.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", added)
+    reads = browser.execute_script("return Array.from(window.styleReads.values())")
+    assert len(reads) >= 20, reads
+    assert max(reads) == 1, reads
     assert console_errors(browser) == []

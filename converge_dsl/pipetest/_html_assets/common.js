@@ -89,7 +89,7 @@ function vtable(host, heads, widths, rows, cells, onPick, options) {
   return list;
 }
 function ready() {
-  fitLines(document);  /* (names.js) a line cut with an ellipsis, where it reads to */
+  fitLines(document, false);  /* (names.js) each line cut with an ellipsis but a list's rows, fitted as it draws them */
   document.body.dataset.drawnMs = Math.round(performance.now());  /* the time to first draw */
   document.body.setAttribute("data-ready", "1");
 }

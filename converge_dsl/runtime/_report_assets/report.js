@@ -319,6 +319,6 @@
       draw();
     }, 120);
   });
-  fitLines(document);  /* (names.js) a line cut with an ellipsis, where it reads to */
+  fitLines(document, false);  /* (names.js) each line cut with an ellipsis but a list's rows, fitted as it draws them */
   document.body.setAttribute("data-ready", "1");
 })();
