@@ -93,10 +93,21 @@ class PipelineProtocol(LanguageServerProtocol):
     def _handle_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
         """A response to no request of the server's (one it never sent, or already
         answered) is dropped and said on stderr once a session: pygls wrote a line for each."""
-        if not isinstance(msg_id, str | int) or msg_id not in self._request_futures:
+        if not self._answers_server_request(msg_id):
             self._stray_response(msg_id)
             return
         super()._handle_response(msg_id, result, error)
+
+    def _answers_server_request(self, msg_id: object) -> bool:
+        """Whether a response of `msg_id` answers a request the server sent, which it
+        then takes off the waiting ones. Only `send_request` records a result type: pygls's
+        table of futures holds the client's own requests in flight too, and a response of
+        such an id ended the server's handling of that request (an unfinished `shutdown`
+        answered as an internal error)."""
+        if not isinstance(msg_id, str | int) or msg_id not in self._result_types:
+            return False
+        del self._result_types[msg_id]
+        return True
 
     def _stray_response(self, msg_id: object) -> None:
         self._once("a response", f"ignoring a response to {msg_id!r}, no request of the server's")
@@ -165,7 +176,7 @@ class PipelineProtocol(LanguageServerProtocol):
             return ResponseErrorMessage
         if "method" in data:
             return self.get_message_type(data["method"]) or JsonRPCRequestMessage
-        return self._result_types.pop(data["id"], None) or JsonRPCResponseMessage
+        return self._result_types.get(data["id"]) or JsonRPCResponseMessage
 
     def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
         """pygls's answer to a request; a refusal a feature raised (a JSON-RPC error: a
@@ -324,7 +335,7 @@ class PipelineProtocol(LanguageServerProtocol):
         else:
             said = f"the response to request {shown(msg_id)} does not fit: {wrong}"
         self.log(f"{said}; ignored")
-        if isinstance(msg_id, str | int) and msg_id in self._request_futures:
+        if self._answers_server_request(msg_id):
             failure = lsp.ResponseError(JsonRpcInternalError.CODE, f"converge-dsl: {said}")
             super()._handle_response(msg_id, None, failure)
 
