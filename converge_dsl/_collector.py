@@ -57,13 +57,17 @@ def freeze_alive() -> None:
 def quiet_collector() -> Iterator[None]:
     """Freeze the objects older than the run for the run's duration (see the module doc)."""
     with _lock:
-        freeze = bool(_Frozen.runs) or not (
-            _Frozen.for_good or not gc.isenabled() or gc.get_freeze_count()
+        joins = _Frozen.runs > 0  # a run under way froze: this one shares its freeze
+        # Else it freezes unless something else froze or the collector is off (the count of
+        # frozen objects asked last: it walks them all).
+        starts = (
+            not joins and not _Frozen.for_good and gc.isenabled() and gc.get_freeze_count() == 0
         )
-        if freeze and not _Frozen.runs:
+        if starts:
             gc.freeze()
-        _Frozen.runs += freeze
-    if not freeze:
+        if joins or starts:
+            _Frozen.runs += 1
+    if not (joins or starts):
         yield
         return
     try:

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ def _top_entries(text: str) -> dict[str, object] | None:
     the collector walked the growing document (`bench/validate.py --scaling`). The
     events are read to the end, and what makes a load fail is found on the way (a text
     that does not parse, an undefined or repeated anchor, a plain scalar the safe loader
-    cannot make: `=`, an integer or a date out of range); a plain scalar is kept as its
+    cannot make: a `=` value, an integer or a date out of range); a plain scalar is kept as its
     text, which is a kind's name exactly when the loaded value is (no name of ours reads
     as another type). Raises `_Unsure` where only a load can tell: a tag, a merge key, a
     key that is a collection or an alias."""
@@ -94,9 +95,9 @@ def _top_entries(text: str) -> dict[str, object] | None:
                 return None  # a load says "found duplicate anchor"
             anchors.add(event.anchor)
         scalar = event if isinstance(event, events.ScalarEvent) else None
-        if scalar is not None and scalar.implicit[0]:
-            _made_as_loaded(scalar.value)
         is_key = bool(open_at_key) and open_at_key[-1] is True
+        if scalar is not None and scalar.implicit[0] and not (is_key and scalar.value == "="):
+            _made_as_loaded(scalar.value)  # a `=` key loads as a string
         if is_key and (scalar is None or scalar.value == "<<"):
             raise _Unsure  # a key a load cannot hash, an alias, or a merge
         if len(open_at_key) == 1 and isinstance(event, events.AliasEvent):
@@ -121,17 +122,29 @@ def _took_node(open_at_key: list[bool | None]) -> None:
 
 
 def _made_as_loaded(plain: str) -> None:
-    """Raise as the safe loader does on a plain scalar it cannot make: `=` (YAML's value
-    key, which it has no type for), an integer past Python's digits limit, a date out of
-    range. Other plain scalars (words, floats, null, booleans) never fail."""
+    """Raise as the safe loader does on a plain scalar it cannot make: a `=` value (YAML's
+    value key, which it has no type for), an integer past Python's digits limit, a date out
+    of range. Other plain scalars (words, floats, null, booleans) never fail."""
     if plain[:1] not in ("=", "+", "-", *"0123456789"):
         return
     from converge_dsl._pyyaml import yaml
 
-    resolver: Any = yaml.resolver.Resolver()
+    resolver, constructor = _scalar_reader()
     tag = resolver.resolve(yaml.ScalarNode, plain, (True, False))
     if tag.endswith((":int", ":timestamp", ":value")):
-        yaml.constructor.SafeConstructor().construct_object(yaml.ScalarNode(tag, plain))
+        try:
+            constructor.construct_document(yaml.ScalarNode(tag, plain))
+        finally:
+            constructor.recursive_objects.clear()  # a scalar that failed is left there
+
+
+@functools.cache
+def _scalar_reader() -> tuple[Any, Any]:
+    """One resolver and one safe constructor for every plain scalar `_made_as_loaded`
+    makes, each forgotten once made."""
+    from converge_dsl._pyyaml import yaml
+
+    return yaml.resolver.Resolver(), yaml.constructor.SafeConstructor()
 
 
 _UNREAD, _NOT_OURS = object(), object()

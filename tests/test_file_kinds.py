@@ -27,6 +27,10 @@ TEXTS = [
     "kind: Pack\nz: =\n",  # a plain scalar the safe loader has no type for
     "kind: Pack\nz: 2001-02-30\n",  # a date out of range
     "kind: Pack\nz: 2001-02-03\n",
+    "kind: Pack\n=: 1\n",  # a `=` key loads as a string
+    "kind: ModelScript\nx: {=: 1}\n",
+    "kind: Pack\n? =\n: 1\n",
+    "kind: Pack\n2024-13-01: 1\n",  # a key out of range still fails the load
     "kind: Pack\nz: " + "1" * 5000 + "\n",  # past Python's digits limit
     "kind: Pack\nz: {[1]: 2}\n",  # a key a load cannot hash
     "kind: Pack\nz: [a, b\n",  # does not parse

@@ -81,7 +81,7 @@ def _path_of(data: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _replace(subject: Subject, diagnostic: lsp.Diagnostic, guess: str) -> list[lsp.CodeAction]:
-    """Replace the name the diagnostic points at; only when it points at one name."""
+    """Replace the name the diagnostic points at with `guess`; only when both are one name."""
     start, end = diagnostic.range.start, diagnostic.range.end
     line = subject.lines.editor_line(start.line)
     if start.line != end.line:
@@ -89,8 +89,8 @@ def _replace(subject: Subject, diagnostic: lsp.Diagnostic, guess: str) -> list[l
     written = line[start.character : end.character]
     quoted = written[:1] in ("'", '"') and written[-1:] == written[:1] and len(written) > 1
     inner = written[1:-1] if quoted else written
-    if not _NAME.match(inner) or inner == guess:
-        return []
+    if not _NAME.match(inner) or not _NAME.match(guess) or inner == guess:
+        return []  # a guess with a character written as an escape (`\x27`) is not offered
     replacement = f"{written[0]}{guess}{written[0]}" if quoted else guess
     edit = lsp.TextEdit(diagnostic.range, replacement)
     return [_edit(subject, f"Replace '{inner}' with '{guess}'", diagnostic, [edit])]

@@ -23,7 +23,8 @@ once per method a session; a response to no request of the server's (one whose i
 an id included) is said once, and so is a message with neither method nor id. A message
 with an id and neither method, result nor error is answered (InvalidRequest). A response
 that does not fit (an `error` that is not a JSON-RPC error object) is said in the client's
-log by the id it answers and what is wrong; the server's request of that id ends with it.
+log by the id it answers and what is wrong, once a session; the server's request of that
+id ends with it.
 
 Params are read by `_params.strict_converter`.
 """
@@ -71,12 +72,18 @@ class PipelineProtocol(LanguageServerProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._said: set[str] = set()  # the kinds of message already said on stderr
+        self._said: set[str] = set()  # the kinds of message already said once
+
+    def _first(self, kind: str) -> bool:
+        """Whether a message of `kind` (a method, a kind of fault) comes for the first time
+        this session; it is not the first again."""
+        first = kind not in self._said
+        self._said.add(kind)
+        return first
 
     def _once(self, kind: str, message: str) -> None:
-        """Say `message` about messages of `kind` (a method) on stderr, the first time only."""
-        if kind not in self._said:
-            self._said.add(kind)
+        """Say `message` about messages of `kind` on stderr, the first time only."""
+        if self._first(kind):
             _LOG.warning("%s (said once a session)", message)
 
     def _handle_notification(self, method_name: str, params: Any) -> None:
@@ -93,10 +100,21 @@ class PipelineProtocol(LanguageServerProtocol):
     def _handle_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
         """A response to no request of the server's (one it never sent, or already
         answered) is dropped and said on stderr once a session: pygls wrote a line for each."""
-        if not isinstance(msg_id, str | int) or msg_id not in self._request_futures:
+        if not self._answers_server_request(msg_id):
             self._stray_response(msg_id)
             return
         super()._handle_response(msg_id, result, error)
+
+    def _answers_server_request(self, msg_id: object) -> bool:
+        """Whether a response of `msg_id` answers a request the server sent, which it
+        then takes off the waiting ones. Only `send_request` records a result type: pygls's
+        table of futures holds the client's own requests in flight too, and a response of
+        such an id ended the server's handling of that request (an unfinished `shutdown`
+        answered as an internal error)."""
+        if not isinstance(msg_id, str | int) or msg_id not in self._result_types:
+            return False
+        del self._result_types[msg_id]
+        return True
 
     def _stray_response(self, msg_id: object) -> None:
         self._once("a response", f"ignoring a response to {msg_id!r}, no request of the server's")
@@ -165,7 +183,7 @@ class PipelineProtocol(LanguageServerProtocol):
             return ResponseErrorMessage
         if "method" in data:
             return self.get_message_type(data["method"]) or JsonRPCRequestMessage
-        return self._result_types.pop(data["id"], None) or JsonRPCResponseMessage
+        return self._result_types.get(data["id"]) or JsonRPCResponseMessage
 
     def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
         """pygls's answer to a request; a refusal a feature raised (a JSON-RPC error: a
@@ -314,17 +332,20 @@ class PipelineProtocol(LanguageServerProtocol):
 
     def _misfit_response(self, data: dict[str, Any], wrong: str) -> None:
         """A response that does not fit (an `error` that is not a JSON-RPC error object, a
-        result of the wrong shape) is said in the client's log by the id it answers, and
+        result of the wrong shape) is said in the client's log by the id it answers, once a
+        session for each of these two faults (a faulty client would flood the log), and
         the server's request of that id, if any, ends with that failure: it was said as
         "None: invalid value ...", and the request waited for ever."""
         msg_id = data["id"]
         if "error" in data:
+            fault = "has a malformed 'error'"
             wrong = _error_misfit(data["error"]) or wrong
-            said = f"the response to request {shown(msg_id)} has a malformed 'error': {wrong}"
         else:
-            said = f"the response to request {shown(msg_id)} does not fit: {wrong}"
-        self.log(f"{said}; ignored")
-        if isinstance(msg_id, str | int) and msg_id in self._request_futures:
+            fault = "does not fit"
+        said = f"the response to request {shown(msg_id)} {fault}: {wrong}"
+        if self._first(fault):
+            self.log(f"{said}; ignored (said once a session)")
+        if self._answers_server_request(msg_id):
             failure = lsp.ResponseError(JsonRpcInternalError.CODE, f"converge-dsl: {said}")
             super()._handle_response(msg_id, None, failure)
 

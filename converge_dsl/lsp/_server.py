@@ -104,7 +104,8 @@ class PipelineServer(LanguageServer):
         self._worker = ThreadPoolExecutor(
             max_workers=ANALYSES_AT_ONCE, thread_name_prefix="converge-dsl-check"
         )
-        self._turns: dict[Path, asyncio.Lock] = {}  # one file's checks run one at a time
+        # One file's checks run one at a time: its lock, and how many checks hold or wait for it.
+        self._turns: dict[Path, tuple[asyncio.Lock, int]] = {}
         # Which names an open test's last check read of its pipeline, so that a pipeline's
         # analysis re-checks the tests that read other names (`_UNSEEN`: not known, as when
         # the test read an editor's text no analysis has named yet).
@@ -277,9 +278,6 @@ class PipelineServer(LanguageServer):
             self.state.forget(path)
             self._analysed.pop(path, None)
             self._tests_saw.pop(path, None)
-        for path in set(self._turns) - needed:
-            if not self._turns[path].locked():  # else its check ends, then releases
-                del self._turns[path]
         for path in set(self._tested) - set(self.state.open):
             del self._tested[path]
 
@@ -491,9 +489,20 @@ class PipelineServer(LanguageServer):
             self.state.keep_good(analysis)
 
     async def _in_turn(self, path: Path, call: Callable[[], _T]) -> _T:
-        """`call()` in a worker thread once the checks of `path` before it have ended."""
-        async with self._turns.setdefault(path, asyncio.Lock()):
-            return await asyncio.get_running_loop().run_in_executor(self._worker, call)
+        """`call()` in a worker thread once the checks of `path` before it have ended. The
+        lock of `path` is kept while a check holds or waits for it, and dropped after the
+        last (a lock's `locked()` is false between its release and the next waiter's turn)."""
+        lock, users = self._turns.get(path, (asyncio.Lock(), 0))
+        self._turns[path] = (lock, users + 1)
+        try:
+            async with lock:
+                return await asyncio.get_running_loop().run_in_executor(self._worker, call)
+        finally:
+            lock, users = self._turns[path]
+            if users == 1:
+                del self._turns[path]
+            else:
+                self._turns[path] = (lock, users - 1)
 
     def publish(self, analysis: Analysis) -> None:
         """Keep `analysis` and publish the diagnostics of every file it changes."""

@@ -10,6 +10,9 @@ import pytest
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 
+from converge_dsl.lsp import build_server
+from converge_dsl.lsp._actions import actions
+from converge_dsl.lsp._lookup import Subject
 from tests.lsp.conftest import apply
 
 if TYPE_CHECKING:
@@ -191,3 +194,19 @@ async def test_a_fix_that_adds_lines_ends_them_as_the_file_does(
     assert set(re.findall("\r\n|\r|\n", fixed)) == {brk}
     version = session.replace("broken.yaml", fixed)
     assert "CD203" not in {d.code for d in await session.diagnostics("broken.yaml", version)}
+
+
+async def test_a_guess_that_is_not_a_plain_name_is_not_offered(tmp_path: Path) -> None:
+    """A did-you-mean guess is quoted with its unusual characters written as escapes (a
+    quote as `\\x27`): such a guess was offered, and inserted as its escape text."""
+    text = "dependencies: [strategy]\n"
+    subject = Subject(build_server(debounce=0), tmp_path / "p.yaml", text, None)
+
+    def titles(guess: str) -> list[str]:
+        where = lsp.Range(lsp.Position(0, 15), lsp.Position(0, 23))
+        hint = {"hint": f"did you mean '{guess}'?"}
+        return [a.title for a in actions(subject, [lsp.Diagnostic(where, "x", data=hint)])]
+
+    assert titles("strategies") == ["Replace 'strategy' with 'strategies'"]
+    assert titles("strateg\\x27y") == []
+    assert titles("strategy\\x0a") == []

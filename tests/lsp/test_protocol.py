@@ -559,8 +559,11 @@ def test_a_response_with_a_malformed_error_is_said_by_its_id_and_what_is_wrong(
     wire.initialize(project)
     wire.send(frame({"jsonrpc": "2.0", "id": "req-7", "error": error}))
     assert wire.request("textDocument/hover", HOVER)["result"] is None
+    wire.send(frame({"jsonrpc": "2.0", "id": "req-8", "error": error}))  # said once
+    assert wire.request("textDocument/hover", HOVER)["result"] is None
     assert wire.said() == [
-        f"converge-dsl: the response to request \"req-7\" has a malformed 'error': {why}; ignored"
+        f"converge-dsl: the response to request \"req-7\" has a malformed 'error': {why}; "
+        "ignored (said once a session)"
     ]
     assert wire.request("shutdown")["result"] is None
     code, stderr = wire.end()

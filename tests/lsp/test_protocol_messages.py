@@ -4,6 +4,7 @@ writes on standard error."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import logging
@@ -348,3 +349,28 @@ def test_a_message_of_a_method_without_a_type_keeps_its_json(
     server.send(message)
     server.send({"id": 9, "method": "textDocument/hover", "params": HOVER})
     assert server.answers() == [{"jsonrpc": "2.0", "id": 9, "result": None}]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("error", ["boom", {"code": 1, "message": "m"}])
+async def test_a_response_with_the_id_of_the_clients_own_request_leaves_that_request(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, error: object
+) -> None:
+    """pygls's table of futures holds the client's requests in flight too: a "response" of
+    the id of an unfinished `shutdown` ended it as an internal error (-32603), with a
+    traceback on standard error when the shutdown then finished."""
+    server = Server(monkeypatch)
+    settled = asyncio.Event()
+
+    async def settle() -> None:
+        await settled.wait()
+
+    monkeypatch.setattr(server.protocol._server, "settle", settle)
+    server.send({"id": 9, "method": "shutdown"})
+    await asyncio.sleep(0)
+    server.send({"id": 9, "error": error})
+    settled.set()
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert server.answers() == [{"jsonrpc": "2.0", "id": 9, "result": None}]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []

@@ -449,3 +449,56 @@ async def test_a_small_documents_diagnostics_do_not_wait_for_a_large_ones(
     assert small["diagnostics"]  # its error
     assert wire.request("shutdown")["result"] is None
     assert wire.end()[0] == 0
+
+
+async def test_a_documents_analyses_never_overlap_across_a_close_and_reopen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A close dropped the file's lock between one analysis's end and the waiting one's
+    turn (a lock is not `locked()` then), and a quick reopen made a new lock: two analyses
+    of one file ran at once."""
+    server = build_server(debounce=0)
+    server.text_document_publish_diagnostics = lambda params: None  # type: ignore[method-assign]
+    real = _server.analyse
+    running, most, calls = [0], [0], [0]
+    gates = [threading.Event(), threading.Event()]
+    guard = threading.Lock()
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        with guard:
+            number = calls[0]
+            calls[0] += 1
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            gates[min(number, 1)].wait(10)
+            return real(*args, **kwargs)
+        finally:
+            with guard:
+                running[0] -= 1
+
+    monkeypatch.setattr(_server, "analyse", slow)
+    path = tmp_path / "typed.yaml"
+    text = (DATA / "typed.yaml").read_text(encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
+    uri = path.as_uri()
+    try:
+        server.opened(uri, text, 1)  # the first analysis holds the turn
+        while calls[0] < 1:
+            await asyncio.sleep(0.01)
+        server.opened(uri, text + "\n# 2\n", 2)  # the second waits for it
+        await asyncio.sleep(0.05)
+        server.closed(uri)
+        gates[0].set()  # the first ends, the second takes the turn
+        while calls[0] < 2:
+            await asyncio.sleep(0.01)
+        server.opened(uri, text + "\n# 3\n", 3)  # the third waits for the second
+        await asyncio.sleep(0.3)
+        gates[1].set()
+        await asyncio.wait_for(server.settle(), 30)
+    finally:
+        for gate in gates:
+            gate.set()
+        server._worker.shutdown(wait=True)
+    assert most[0] == 1
+    assert server._turns == {}
