@@ -44,7 +44,7 @@ JSON only, located refusals) and for its JSON-RPC shape (`_mcp_messages`).
 - A call answered as the server stops (`RunService.stopping`), its run not
   stopped, is a tool error (503, CD463) naming the run and how to fetch it
   once the server is back; its event stream ends once it is answered, not at
-  the signal (`_own_stream_ends`).
+  the signal (`_server.own_stream_ends`, under `serve`).
 """
 
 from __future__ import annotations
@@ -192,9 +192,7 @@ class McpEndpoint:
         """The session manager's task group, for the application's lifespan: a new manager
         each time (the SDK's runs once), so that the application may be served again."""
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-        from sse_starlette.sse import AppStatus
 
-        _own_stream_ends(AppStatus)
         self.sessions = StreamableHTTPSessionManager(
             self.server,
             stateless=True,
@@ -420,21 +418,6 @@ class McpEndpoint:
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], isError=True
         )
-
-
-def _own_stream_ends(status: Any) -> None:
-    """Leave the end of this server's event streams to the server: sse-starlette's
-    `AppStatus` (`status`) ends every stream of the process (every server in it) within
-    half a second of any uvicorn server's stop on a signal, through a process-wide flag
-    its wrap of uvicorn's `handle_exit` sets and nothing clears, before a tool call in
-    flight is answered (its client then waited for its own timeout), and then every stream
-    of a server started after it (`serve` called again) at once. With its drain off, a
-    stream ends when its call is answered: a stopping service answers every waiter by
-    `ANSWER_S`, before uvicorn's drain ends. A flag set before it was off (no server of
-    this process relies on it since) is cleared."""
-    if status.enable_automatic_graceful_drain:
-        status.disable_automatic_graceful_drain()
-        status.should_exit = False
 
 
 def _check_accept(header: str) -> None:
