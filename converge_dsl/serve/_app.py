@@ -238,12 +238,10 @@ class _Api:
         name = str(request.path_params["name"])
         pipeline = service.pipelines.get(name)
         if pipeline is None:
-            from converge_dsl.diagnostics import did_you_mean
+            from converge_dsl.diagnostics import unknown_name_hint
 
-            close = did_you_mean(name, list(service.pipelines))
-            hint = (
-                f"did you mean {close!r}?" if close else f"served: {', '.join(service.pipelines)}"
-            )
+            served = ", ".join(service.pipelines)
+            hint = unknown_name_hint(name, service.pipelines, f"served: {served}")
             raise refused(404, codes.SERVE_NOT_FOUND, f"no pipeline {name[:64]!r}", "", hint)
         wait = _wait_asked(request)
         checked = run_request(pipeline, await self.body(request, {}))

@@ -362,11 +362,10 @@ class McpEndpoint:
         pipeline = self.tools.get(name)
         if pipeline is not None:
             return pipeline
-        from converge_dsl.diagnostics import did_you_mean
+        from converge_dsl.diagnostics import unknown_name_hint
 
         served = [*self.tools, *CONTROL_TOOLS]
-        close = did_you_mean(name, served)
-        hint = f"did you mean {close!r}?" if close else f"tools: {', '.join(served)}"
+        hint = unknown_name_hint(name, served, f"tools: {', '.join(served)}")
         raise refused(
             404, codes.SERVE_MCP_UNKNOWN_TOOL, f"no tool {name[:64]!r} is served", "", hint
         )
