@@ -59,11 +59,10 @@ from converge_dsl.runtime import execute_all
 from ._errors import ServeFailed
 from ._store_events import StoredEvents
 from ._store_sql import (
-    ENDED_SENT,
     MIGRATION,
-    PAUSED_SENT,
     SCHEMA,
     SELECT,
+    SETTLED_SENT,
     Statement,
     add_statements,
 )
@@ -454,10 +453,8 @@ class RunStore(StoredEvents):
             if ended:
                 db.execute("INSERT INTO results (run, body, at) VALUES (?, ?, ?)", (run, text, now))
             execute_all(db, journal)
-            if status == "paused":
-                db.execute(PAUSED_SENT, (run, run))
-            elif events:  # the attempt's last events: every number given is below them
-                db.execute(ENDED_SENT, (events[-1][0] + 1, run))
+            if status == "paused" or events:  # every number given is below its events
+                db.execute(SETTLED_SENT, (run, run))
             return True
 
         return write
