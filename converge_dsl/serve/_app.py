@@ -60,7 +60,7 @@ from ._requests import (
     refused,
     run_request,
 )
-from ._store import FINISHED, RunRow
+from ._store import SETTLED, RunRow
 from ._streams import event_stream, last_event
 from ._tokens import TokenFile, admitted
 
@@ -251,7 +251,7 @@ class _Api:
         run = service.submit(name, checked, key, commit="with_end" if wait else "group")
         if wait:
             row = await service.wait(run, self.limits.wait_s)
-            stopped = row.status in FINISHED or row.status == "paused"
+            stopped = row.status in SETTLED
             return run_answer(row, 200 if stopped else 202)
         await service.added(run)
         return JSONResponse(

@@ -83,7 +83,7 @@ from ._mcp_runs import (
 )
 from ._openapi import inputs_schema, run_schema
 from ._requests import Problem, Refused, refused, run_request
-from ._store import FINISHED, RunRow
+from ._store import FINISHED, SETTLED, RunRow
 from ._streams import event_stream
 from ._tokens import admitted
 
@@ -328,7 +328,7 @@ class McpEndpoint:
         except Exception as error:  # answered as the HTTP API answers it, not by the SDK
             return self._refusal(answered(error, "POST", MCP_PATH))
         base = _base_url(context.request)
-        if self.service.is_stopping and row.status not in FINISHED and row.status != "paused":
+        if self.service.is_stopping and row.status not in SETTLED:
             return self._refusal(_stopping(row, base))
         return _answer(row, base)
 
@@ -379,7 +379,7 @@ class McpEndpoint:
         progress = asyncio.create_task(self._progress(run, session, token, request_id))
         try:
             row = await self.service.wait(run, self.limits.wait_s)
-            if row.status in FINISHED or row.status == "paused":
+            if row.status in SETTLED:
                 # the event stream ends by itself once it has sent the run's last events
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(asyncio.shield(progress), PROGRESS_DRAIN_S)

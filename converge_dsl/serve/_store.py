@@ -76,6 +76,8 @@ _RUN_TABLES = ("runs.id", "events.run", "results.run", "idempotency.run", "sent.
 _TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'"
 STATUSES = ("queued", "running", "paused", "done", "cancelled")
 FINISHED = frozenset({"done", "cancelled"})
+# A run that neither runs nor waits to: finished, or paused for a decision.
+SETTLED = FINISHED | {"paused"}
 
 
 class StateError(ServeFailed):
