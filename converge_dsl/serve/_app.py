@@ -60,7 +60,7 @@ from ._requests import (
     refused,
     run_request,
 )
-from ._store import FINISHED, RunRow
+from ._store import SETTLED, RunRow
 from ._streams import event_stream, last_event
 from ._tokens import TokenFile, admitted
 
@@ -238,12 +238,10 @@ class _Api:
         name = str(request.path_params["name"])
         pipeline = service.pipelines.get(name)
         if pipeline is None:
-            from converge_dsl.diagnostics import did_you_mean
+            from converge_dsl.diagnostics import unknown_name_hint
 
-            close = did_you_mean(name, list(service.pipelines))
-            hint = (
-                f"did you mean {close!r}?" if close else f"served: {', '.join(service.pipelines)}"
-            )
+            served = ", ".join(service.pipelines)
+            hint = unknown_name_hint(name, service.pipelines, f"served: {served}")
             raise refused(404, codes.SERVE_NOT_FOUND, f"no pipeline {name[:64]!r}", "", hint)
         wait = _wait_asked(request)
         checked = run_request(pipeline, await self.body(request, {}))
@@ -253,7 +251,7 @@ class _Api:
         run = service.submit(name, checked, key, commit="with_end" if wait else "group")
         if wait:
             row = await service.wait(run, self.limits.wait_s)
-            stopped = row.status in FINISHED or row.status == "paused"
+            stopped = row.status in SETTLED
             return run_answer(row, 200 if stopped else 202)
         await service.added(run)
         return JSONResponse(

@@ -42,17 +42,16 @@ def check_decisions(row: RunRow, decisions: Mapping[str, bool], served: Containe
     pending = pending_ids(row.result)
     unknown = [item for item in decisions if item not in pending]
     if unknown:
-        from converge_dsl.diagnostics import did_you_mean
+        from converge_dsl.diagnostics import unknown_name_hint
 
         problems = []
         for item in unknown:
-            close = did_you_mean(item, pending)
             problems.append(
                 Problem(
                     codes.SERVE_BAD_DECISION,
                     f"no pending proposal has id {item!r}",
                     decisions.places.get(item, "") if isinstance(decisions, Decisions) else "",
-                    f"did you mean {close!r}?" if close else f"pending: {', '.join(pending)}",
+                    unknown_name_hint(item, pending, f"pending: {', '.join(pending)}"),
                 )
             )
         raise Refused(422, tuple(problems))

@@ -44,7 +44,7 @@ JSON only, located refusals) and for its JSON-RPC shape (`_mcp_messages`).
 - A call answered as the server stops (`RunService.stopping`), its run not
   stopped, is a tool error (503, CD463) naming the run and how to fetch it
   once the server is back; its event stream ends once it is answered, not at
-  the signal (`_own_stream_ends`).
+  the signal (`_server.own_stream_ends`, under `serve`).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ from ._mcp_runs import (
 )
 from ._openapi import inputs_schema, run_schema
 from ._requests import Problem, Refused, refused, run_request
-from ._store import FINISHED, RunRow
+from ._store import FINISHED, SETTLED, RunRow
 from ._streams import event_stream
 from ._tokens import admitted
 
@@ -192,9 +192,7 @@ class McpEndpoint:
         """The session manager's task group, for the application's lifespan: a new manager
         each time (the SDK's runs once), so that the application may be served again."""
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-        from sse_starlette.sse import AppStatus
 
-        _own_stream_ends(AppStatus)
         self.sessions = StreamableHTTPSessionManager(
             self.server,
             stateless=True,
@@ -330,7 +328,7 @@ class McpEndpoint:
         except Exception as error:  # answered as the HTTP API answers it, not by the SDK
             return self._refusal(answered(error, "POST", MCP_PATH))
         base = _base_url(context.request)
-        if self.service.is_stopping and row.status not in FINISHED and row.status != "paused":
+        if self.service.is_stopping and row.status not in SETTLED:
             return self._refusal(_stopping(row, base))
         return _answer(row, base)
 
@@ -364,11 +362,10 @@ class McpEndpoint:
         pipeline = self.tools.get(name)
         if pipeline is not None:
             return pipeline
-        from converge_dsl.diagnostics import did_you_mean
+        from converge_dsl.diagnostics import unknown_name_hint
 
         served = [*self.tools, *CONTROL_TOOLS]
-        close = did_you_mean(name, served)
-        hint = f"did you mean {close!r}?" if close else f"tools: {', '.join(served)}"
+        hint = unknown_name_hint(name, served, f"tools: {', '.join(served)}")
         raise refused(
             404, codes.SERVE_MCP_UNKNOWN_TOOL, f"no tool {name[:64]!r} is served", "", hint
         )
@@ -382,7 +379,7 @@ class McpEndpoint:
         progress = asyncio.create_task(self._progress(run, session, token, request_id))
         try:
             row = await self.service.wait(run, self.limits.wait_s)
-            if row.status in FINISHED or row.status == "paused":
+            if row.status in SETTLED:
                 # the event stream ends by itself once it has sent the run's last events
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(asyncio.shield(progress), PROGRESS_DRAIN_S)
@@ -420,21 +417,6 @@ class McpEndpoint:
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], isError=True
         )
-
-
-def _own_stream_ends(status: Any) -> None:
-    """Leave the end of this server's event streams to the server: sse-starlette's
-    `AppStatus` (`status`) ends every stream of the process (every server in it) within
-    half a second of any uvicorn server's stop on a signal, through a process-wide flag
-    its wrap of uvicorn's `handle_exit` sets and nothing clears, before a tool call in
-    flight is answered (its client then waited for its own timeout), and then every stream
-    of a server started after it (`serve` called again) at once. With its drain off, a
-    stream ends when its call is answered: a stopping service answers every waiter by
-    `ANSWER_S`, before uvicorn's drain ends. A flag set before it was off (no server of
-    this process relies on it since) is cleared."""
-    if status.enable_automatic_graceful_drain:
-        status.disable_automatic_graceful_drain()
-        status.should_exit = False
 
 
 def _check_accept(header: str) -> None:

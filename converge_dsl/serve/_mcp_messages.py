@@ -73,11 +73,10 @@ def _of_method(
     models = _methods()[0 if request else 1]
     model = models.get(method)
     if model is None:
-        from converge_dsl.diagnostics import did_you_mean
+        from converge_dsl.diagnostics import unknown_name_hint
 
         what = "request" if request else "notification"
-        close = did_you_mean(method, list(models))
-        hint = f"did you mean {close!r}?" if close else f"{what}s: {', '.join(models)}"
+        hint = unknown_name_hint(method, models, f"{what}s: {', '.join(models)}")
         return [(pointer(("method",)), f"MCP has no {what} {method[:64]!r}", hint)]
     try:
         model.model_validate(message)

@@ -43,7 +43,7 @@ def redacted(body: dict[str, Any], redact: Callable[[str], str]) -> dict[str, An
 class Stopped(asyncio.Event):
     """Set when a run stops; `row` is the run as stored then, when its worker ended it.
     `queued`: made when `submit` queued the run, so the run has not stopped yet (a run
-    that stops takes its `Stopped` out of `_ended`)."""
+    that stops takes its `Stopped` out of `_runs.ended`)."""
 
     row: RunRow | None = None
 

@@ -62,15 +62,6 @@ class RunEnds:
     _clock: Clock
     _runs: RunTables
 
-    # Two tables by their names of before the record (the service's tests read them).
-    @property
-    def _ended(self) -> dict[str, Stopped]:
-        return self._runs.ended
-
-    @property
-    def _cancelling(self) -> set[str]:
-        return self._runs.cancelling
-
     def _now(self) -> float:
         raise NotImplementedError
 

@@ -272,6 +272,33 @@ def _server(
     return Server(config)
 
 
+@contextlib.contextmanager
+def own_stream_ends() -> Iterator[None]:
+    """While `serve` runs its server (which owns the signal handlers and stops the service
+    on one), leave the end of the event streams to the server: sse-starlette's `AppStatus`
+    would end every stream of the process within half a second of any uvicorn server's
+    stop on a signal, through a process-wide flag its wrap of uvicorn's `handle_exit`
+    sets and nothing clears, before an MCP tool call in flight is answered (its client
+    then waited for its own timeout). With its drain off, a stream ends when its call is
+    answered: a stopping service answers every waiter by `ANSWER_S`, before uvicorn's
+    drain ends. A flag set before (a server of the process stopped with the drain on) is
+    cleared; the drain's setting is put back after, so that an application embedded in
+    another's server keeps the library's default (docs/serve.md, "In your own server")."""
+    try:
+        from sse_starlette.sse import AppStatus
+    except ImportError:  # without the `mcp` extra: no stream of sse-starlette's
+        yield
+        return
+    before = AppStatus.enable_automatic_graceful_drain
+    if before:
+        AppStatus.enable_automatic_graceful_drain = False  # `disable_automatic_graceful_drain`
+        AppStatus.should_exit = False
+    try:
+        yield
+    finally:
+        AppStatus.enable_automatic_graceful_drain = before
+
+
 def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
     """Prepare, bind, serve; tell `on_ready` the base URL once requests are served (and
     signals handled); return when a signal has stopped it."""
@@ -315,7 +342,8 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
     service = prepared.service
     server = _server(config, lambda: on_ready(url), lambda forced: service.stopping(forced=forced))
     try:
-        server.run(sockets=[sock])
+        with own_stream_ends():
+            server.run(sockets=[sock])
     finally:
         sock.close()
         try:

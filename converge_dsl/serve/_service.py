@@ -72,7 +72,7 @@ from ._resumption import DECIDED_BY, StopAtCheckpoint, limits_of, local_run, res
 from ._run_ends import RunTables
 from ._state_file import StateFile
 from ._stopping import StopRuns
-from ._store import FINISHED, RunRow, RunStore, StateError
+from ._store import SETTLED, RunRow, RunStore, StateError
 
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline, RunWorkers
@@ -261,7 +261,7 @@ class RunService(StopRuns):
         ended = self._runs.ended.get(run)
         if ended is None or not ended.queued:  # not known to be waiting since `submit`
             row = self.get(run)
-            if row.status in FINISHED or row.status == "paused":
+            if row.status in SETTLED:
                 return row  # nothing kept for it: no end is to come and pop it
             ended = self._runs.ended.setdefault(run, Stopped())
         with contextlib.suppress(TimeoutError):

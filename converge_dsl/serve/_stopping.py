@@ -82,9 +82,7 @@ class StopRuns(RunEnds):
     async def _answer_all(self) -> None:
         """By `ANSWER_S`: the runs still running cut (their streams ended before uvicorn's
         drain of connections, `STOP_S`, cancels them), every waiter answered."""
-        await self._clock.sleep(
-            max(0.0, ANSWER_S - STOP_S + self._stop_by - self._clock.monotonic())
-        )
+        await self._clock.sleep(self._until_answered())
         self._cut_all()
         self._answer_now()
 
@@ -131,8 +129,11 @@ class StopRuns(RunEnds):
             return timeout
         if self._forced or run not in self._runs.live:
             return 0.0
-        answer_by = self._stop_by - STOP_S + ANSWER_S
-        return max(0.0, min(timeout, answer_by - self._clock.monotonic()))
+        return min(timeout, self._until_answered())
+
+    def _until_answered(self) -> float:
+        """Seconds left, once stopping, until `ANSWER_S` from the signal (0 past it)."""
+        return max(0.0, self._stop_by - STOP_S + ANSWER_S - self._clock.monotonic())
 
     async def stop(self) -> None:
         """Let the runs reach a checkpoint, then cancel the workers and runs in flight; at

@@ -59,11 +59,10 @@ from converge_dsl.runtime import execute_all
 from ._errors import ServeFailed
 from ._store_events import StoredEvents
 from ._store_sql import (
-    ENDED_SENT,
     MIGRATION,
-    PAUSED_SENT,
     SCHEMA,
     SELECT,
+    SETTLED_SENT,
     Statement,
     add_statements,
 )
@@ -77,6 +76,8 @@ _RUN_TABLES = ("runs.id", "events.run", "results.run", "idempotency.run", "sent.
 _TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'"
 STATUSES = ("queued", "running", "paused", "done", "cancelled")
 FINISHED = frozenset({"done", "cancelled"})
+# A run that neither runs nor waits to: finished, or paused for a decision.
+SETTLED = FINISHED | {"paused"}
 
 
 class StateError(ServeFailed):
@@ -454,10 +455,8 @@ class RunStore(StoredEvents):
             if ended:
                 db.execute("INSERT INTO results (run, body, at) VALUES (?, ?, ?)", (run, text, now))
             execute_all(db, journal)
-            if status == "paused":
-                db.execute(PAUSED_SENT, (run, run))
-            elif events:  # the attempt's last events: every number given is below them
-                db.execute(ENDED_SENT, (events[-1][0] + 1, run))
+            if status == "paused" or events:  # every number given is below its events
+                db.execute(SETTLED_SENT, (run, run))
             return True
 
         return write

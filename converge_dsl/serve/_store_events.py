@@ -71,6 +71,5 @@ class StoredEvents:
     def mark_sent(self, run: str, past: int) -> None:
         """Note that a stream of `run` may send events numbered below `past` (committed
         before it sends them: they may be lost in a kill, their numbers are not); nothing
-        once the run paused or ended, its events all stored then (`PAUSED_SENT`,
-        `ENDED_SENT`)."""
+        once the run paused or ended, its events all stored then (`SETTLED_SENT`)."""
         self._write([(INSERT_SENT, (run, past, run))])

@@ -90,11 +90,11 @@ INSERT_SENT = (
     "INSERT OR REPLACE INTO sent (run, past) SELECT ?, ? WHERE EXISTS "
     "(SELECT 1 FROM runs WHERE id = ? AND status IN ('running', 'queued'))"
 )
-# At a pause, every event of the attempt is stored: the next numbers past them.
-PAUSED_SENT = f"UPDATE sent SET past = {stored_past_sql('?')} WHERE run = ?"
-# At an end with the attempt's last events, the number past the last of them: a mark a
-# stream noted ahead (`_streams.SENT_AHEAD`) names no event, and the run makes no more.
-ENDED_SENT = "UPDATE sent SET past = ? WHERE run = ?"
+# At a pause, or an end with the attempt's last events, every event of the attempt is
+# stored: the number past them (a mark a stream noted ahead, `_streams.SENT_AHEAD`,
+# names no event). An end with no events of its own keeps its mark: a killed attempt's
+# streams may have sent numbers never stored.
+SETTLED_SENT = f"UPDATE sent SET past = {stored_past_sql('?')} WHERE run = ?"
 
 # A run's result: a pause's in its row, else (an end) its first row of `results`.
 COLUMNS = (

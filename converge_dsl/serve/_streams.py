@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from converge_dsl import codes
 
 from ._requests import one_header, refused
-from ._store import FINISHED
+from ._store import SETTLED
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -113,7 +113,7 @@ async def event_stream(service: RunService, run: str, last: int) -> AsyncIterato
                     yield ": keep-alive\n\n"
                 continue
         row = service.store.get(run)
-        if row is None or row.status in FINISHED or row.status == "paused":
+        if row is None or row.status in SETTLED:
             for seq, line in service.store.events(run, last):
                 yield f"id: {seq}\ndata: {line}\n\n"
                 last = seq

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import httpx
@@ -104,3 +105,13 @@ def test_over_http_a_contradiction_or_an_unknown_id_is_located_and_the_run_stays
         assert http.get(f"/v1/runs/{run}").json()["status"] == "paused"
         again = http.post(decided, json={"approve": ["s1", "s1"], "reject": ["s2"]})
         assert again.status_code == 200
+
+
+def test_the_closest_pending_id_is_quoted_as_every_message_quotes_a_name() -> None:
+    """A pending id with a quote in it is guessed in the project's quoting (`suggestion`).
+    Before, Python's repr quoted it: `did you mean "it's"?`."""
+    row = dataclasses.replace(_row(), result={"pending": [{"id": "it's"}]})
+    assert _refusal(row, {"its": True}) == (
+        422,
+        [("no pending proposal has id 'its'", "did you mean 'it\\x27s'?")],
+    )

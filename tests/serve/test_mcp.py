@@ -783,7 +783,7 @@ def test_the_application_served_again_answers_tool_calls(tmp_path: Path) -> None
 
 
 def test_the_mcp_extras_sse_starlette_is_one_whose_drain_the_server_turns_off() -> None:
-    """`running` turns sse-starlette's drain of every stream at a signal off
+    """`serve` turns sse-starlette's drain of every stream at a signal off
     (`disable_automatic_graceful_drain`, from 3.2); 2.x also kept a process-wide
     `should_exit_event`, set on a signal stop and never cleared, so a server started after
     one stopped by a signal answered its tool calls with streams ending early."""

@@ -234,4 +234,4 @@ def test_waiting_on_a_stopped_run_keeps_nothing_for_it(
                 assert answer.status_code == 200, answer.text
                 assert '\\"status\\": \\"done\\"' in answer.text
         (service,) = services
-        assert ident not in service._ended
+        assert ident not in service._runs.ended

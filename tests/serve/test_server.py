@@ -264,3 +264,110 @@ def test_a_file_named_that_is_no_pipeline_is_a_usage_error(
     assert run(["serve", str(path), "--state", str(tmp_path / "s")], out, err) == 3
     assert err.getvalue().startswith("error[CD334]: ")
     assert said in err.getvalue()
+
+
+_EMBEDDED = """
+import asyncio, contextlib, socket, sys
+from pathlib import Path
+import uvicorn
+from starlette.applications import Starlette
+from starlette.routing import Mount, Route
+from sse_starlette.sse import EventSourceResponse
+from converge_dsl.serve import ServeOptions, prepare
+
+async def ticks():
+    number = 0
+    while True:
+        yield {"data": str(number)}
+        number += 1
+        await asyncio.sleep(0.2)
+
+async def mine(request):
+    return EventSourceResponse(ticks())
+
+prepared = prepare(ServeOptions([Path(sys.argv[1])], state=Path(sys.argv[2]), mcp=True))
+
+@contextlib.asynccontextmanager
+async def lifespan(app):
+    async with prepared.app.router.lifespan_context(prepared.app):
+        yield
+
+app = Starlette(routes=[Route("/mine", mine), Mount("/", app=prepared.app)], lifespan=lifespan)
+sock = socket.socket()
+sock.bind(("127.0.0.1", 0))
+print(sock.getsockname()[1], flush=True)
+uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+"""
+
+
+def test_an_embedded_application_leaves_its_hosts_streams_their_end_at_sigterm(
+    tmp_path: Path,
+) -> None:
+    """`prepare(...).app` (with MCP) mounted in a host's Starlette application beside the
+    host's own Server-Sent Events route, under the host's uvicorn: a SIGTERM while a client
+    follows that route ends the process at once, as sse-starlette does by default. Before,
+    the MCP face turned sse-starlette's drain off for the whole process when its
+    application started, and the host's stream, never ended, held the process forever."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "host.py"
+    script.write_text(_EMBEDDED)
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(DATA / "echo.yaml"), str(tmp_path / "state")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = f"http://127.0.0.1:{int(process.stdout.readline())}"
+        until(lambda: _answers(url), 60)
+        with httpx.stream("GET", f"{url}/mine", timeout=30) as stream:
+            lines = stream.iter_lines()
+            while not next(lines).startswith("data: "):
+                pass
+            process.send_signal(signal.SIGTERM)
+            started = time.monotonic()
+            with contextlib.suppress(httpx.HTTPError):
+                for _ in lines:  # until the stream ends (bounded: the stream ticks)
+                    if time.monotonic() - started > 5:
+                        break
+            process.wait(10)  # uvicorn raises the signal again: -15
+        assert time.monotonic() - started < 3
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/healthz", timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.mark.parametrize("drain", [True, False])
+def test_serve_puts_sse_starlettes_drain_back_when_it_returns(tmp_path: Path, drain: bool) -> None:
+    """`serve` (with MCP) turns sse-starlette's drain off while it serves only: stopped by a
+    SIGTERM, it returns with the drain as it found it. Before, it stayed off for the process."""
+    import os
+
+    from sse_starlette.sse import AppStatus
+
+    from converge_dsl.serve import serve
+
+    AppStatus.enable_automatic_graceful_drain = drain
+    seen: list[bool] = []
+
+    def ready(url: str) -> None:
+        seen.append(AppStatus.enable_automatic_graceful_drain)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    try:
+        options = ServeOptions([DATA / "echo.yaml"], port=0, state=tmp_path / "s", mcp=True)
+        serve(options, ready)
+        assert seen == [False]
+        assert AppStatus.enable_automatic_graceful_drain is drain
+    finally:
+        AppStatus.enable_automatic_graceful_drain = True

@@ -496,7 +496,7 @@ def test_a_cancel_between_a_runs_end_and_its_workers_next_step_leaves_nothing_be
         store.close()
     assert ended.status == "done"
     assert [answer.status for answer in answers] == ["done"]
-    assert service._cancelling == set()
+    assert service._runs.cancelling == set()
 
 
 def test_a_decision_on_a_pause_stored_before_the_loop_heard_of_it_waits_for_its_end(
