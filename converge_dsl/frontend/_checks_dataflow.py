@@ -190,9 +190,11 @@ def _unknown(
         else f"declare it: keys: [{{name: {yaml_scalar(str(key))}}}]",
         severity=Severity.ERROR,
     )
-    # a hidden character, or a space that is not U+0020 (the message shows both escaped)
+    # a hidden character, or a space that is not U+0020 (the message shows both escaped);
+    # a flag `HIDDEN` matches whole is one piece, shown as it is
     noted = f"{HIDDEN}|[^\\S ]"
-    unshown = [char for char in dict.fromkeys(str(key)) if re.match(noted, char)]
+    pieces = (match.group() for match in re.finditer(noted, str(key)))
+    unshown = [char for char in dict.fromkeys(pieces) if len(char) == 1]
     span = diagnostic.span
     if not unshown or span is None or span.line != span.end_line:
         return diagnostic
