@@ -185,7 +185,7 @@ def _unknown(
         code=codes.UNKNOWN_READ_KEY,
         message=f"{'expression' if site.expression else 'template'} reads unknown context "
         f"key '{written(str(key), unprintable=True)}'",
-        hint=f"did you mean '{written(guess, unprintable=True)}'?"
+        hint=suggestion(guess, unprintable=True)
         if guess
         else f"declare it: keys: [{{name: {yaml_scalar(str(key))}}}]",
         severity=Severity.ERROR,
