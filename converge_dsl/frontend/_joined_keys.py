@@ -96,7 +96,8 @@ def argument(text: str, start: int) -> tuple[str, tuple[int, int]] | None:
     it is string literals (one, or joined by `~` and `+`) and nothing else, up to the
     argument's end (a `)`, `]` or `,` outside their parentheses): one literal's characters
     inside its quotes, or the joined literals from the first quote to the last; else None.
-    It reads at most `MAX_NODES` pieces, whatever follows."""
+    It reads at most `MAX_NODES` pieces, whatever follows, and `MAX_PARTS` literals, as
+    `parts` does."""
     values: list[str] = []
     first = last = -1
     depth = 0
@@ -109,8 +110,8 @@ def argument(text: str, start: int) -> tuple[str, tuple[int, int]] | None:
         literal = match["text"]
         if literal is not None:
             value = unescape(literal)
-            if value is None:
-                return None
+            if value is None or len(values) == MAX_PARTS:
+                return None  # more literals than `parts` joins: no key of the tree's
             values.append(value)
             first = match.start("text") if first < 0 else first
             last = position
