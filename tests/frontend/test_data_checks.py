@@ -437,3 +437,18 @@ def test_each_literal_finding_on_one_line_has_its_own_caret(wrap: str) -> None:
         line.index("'bill'", first + 1),
         line.rindex("'bill'"),
     ]
+
+
+@pytest.mark.parametrize("wrap", ["{}", "{{% if true %}}{}{{% endif %}}"])
+def test_a_field_joined_across_lines_is_marked_on_its_first_literal(wrap: str) -> None:
+    """Before, `data['a' ~` and `'bx']` on two lines of a `|` block got a whole-line caret."""
+    data = "fact('tickets','t1').data"
+    template = wrap.format(f"{{{{ {data}['cat' ~\n 'egry'] }}}}")
+    body = "\n".join("          " + line for line in template.split("\n"))
+    rule = (
+        "  - name: r\n    kind: rule\n    dependencies: [tickets]\n    when: 'true'\n"
+        f"    emit:\n      - key: strategies\n        id: s\n        content: |\n{body}\n"
+    )
+    (found,) = _found(_diagnostics(rule))
+    line = (TICKETS + rule).splitlines()[found[1] - 1]
+    assert line[found[2] - 1 :] == "'cat' ~"

@@ -148,3 +148,10 @@ def test_the_span_of_a_joined_key_stops_at_its_argument() -> None:
     assert _joined_keys.span(text, len("count("), "notes") == (7, 19)
     assert _joined_keys.span(text, len("count("), "notesx") is None
     assert _joined_keys.span("count(" + "(" * 10_000, 6, "a") is None
+
+
+def test_joined_literals_across_lines_are_marked_by_the_first() -> None:
+    """Before, the span ran from the first quote on one line to the last on the next, and
+    the caret fell back to the whole line: now the first literal is marked."""
+    assert _joined_keys.argument("['a' ~\n 'bx']", 1) == ("abx", (1, 4))
+    assert _joined_keys.argument("['a' ~ 'bx']", 1) == ("abx", (1, 11))
