@@ -4,8 +4,9 @@
 newline and tab, DEL, C1 and the bidi controls (U+202A-U+202E, U+2066-U+2069).
 `HIDDEN`, a wider one, is what a reader does not see as itself: what a fact id
 may not hold (`converge_dsl._fact_ids`) and what a message naming a key says
-how the file writes (CD250); a tag character too, but within a well-formed emoji
-tag sequence (a flag), which `HIDDEN` matches whole and a search skips.
+how the file writes (CD250); a tag character too, but within one of the three
+flags Unicode recommends (England, Scotland, Wales), which `HIDDEN` matches whole
+and a search skips.
 `escaped(match)` is a matched character's visible escape, `\\xNN` below U+0100,
 `\\uNNNN` to U+FFFF and `\\UNNNNNNNN` above (a fixed width each, as Python and YAML
 read them: `\\ue0041` would read as U+E004 and a `1`): what `frontend.terminal_safe`,
@@ -33,24 +34,28 @@ UNSHOWN = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 # zero-width space, the direction marks (the Arabic letter mark U+061C, LRM, RLM: with the
 # embeddings, overrides and isolates, every one of Unicode's Bidi_Control characters), the
 # line and paragraph separators, the word joiner and invisible operators, the byte-order
-# mark: what the pages' `page_name` shows as `⟨U+...⟩` too. Not the zero-width non-joiner
-# and joiner (U+200C, U+200D): Persian and Indic words are spelled with them and emoji
-# sequences are joined by them (the pages show one outside an emoji sequence marked); nor
-# the Mongolian vowel separator (U+180E), which spells Mongolian words as they do.
-# The tag characters (U+E0000-U+E007F) are hidden but inside an emoji tag sequence (a
-# flag: U+1F3F4, tags U+E0020-U+E007E, the cancel tag U+E007F), which the first
-# alternative matches whole so that no tag of it is matched alone (`escaped` gives it
-# back as it is).
+# mark. Not the zero-width non-joiner and joiner (U+200C, U+200D): Persian and Indic words
+# are spelled with them and emoji sequences are joined by them; nor the Mongolian vowel
+# separator (U+180E), which spells Mongolian words as they do. (The pages' `page_name`
+# shows a set of its own, see `converge_dsl._page_assets`.)
+# The tag characters (U+E0000-U+E007F) are hidden but inside one of the three emoji tag
+# sequences Unicode recommends (RGI, `emoji-test.txt`: the flags of England, Scotland and
+# Wales, U+1F3F4, the tags `gbeng`, `gbsct` or `gbwls`, the cancel tag U+E007F), which the
+# first alternative matches whole so that no tag of it is matched alone (`escaped` gives it
+# back as it is). Any other tag run is not drawn as a flag but as U+1F3F4 alone, its tags
+# unseen: text a reader would not see. The whole is one group: `f"{HIDDEN}+"` repeats it.
 HIDDEN = (
-    "\U0001f3f4[\U000e0020-\U000e007e]+\U000e007f"
+    "(?:\U0001f3f4\U000e0067\U000e0062"
+    "(?:\U000e0065\U000e006e\U000e0067|\U000e0073\U000e0063\U000e0074"
+    "|\U000e0077\U000e006c\U000e0073)\U000e007f"
     "|[\x00-\x1f\x7f-\x9f\xad\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2069\ufeff"
-    "\U000e0000-\U000e007f]"
+    "\U000e0000-\U000e007f])"
 )
 
 
 def escaped(found: re.Match[str]) -> str:
-    """The visible escape of the one character `found` matched; an emoji tag sequence
-    `HIDDEN` matched whole (a flag) as it is."""
+    """The visible escape of the one character `found` matched; a flag `HIDDEN`
+    matched whole as it is."""
     if len(found.group()) > 1:
         return found.group()
     code = ord(found.group())

@@ -5,10 +5,11 @@ compared by people: `id_problem(text)` refuses one holding a NUL byte, another
 control character (line breaks and tabs included), a character most editors
 and pages do not show (`converge_dsl._escapes.HIDDEN`: a bidi control, a
 zero-width space or direction mark (the Arabic letter mark too), a line or
-paragraph separator, a soft hyphen, a byte-order mark, a tag character outside
-an emoji tag sequence; not the zero-width joiners, which spell words and emoji,
-nor a flag's tags), or a `..` segment between slashes
-(`a/../b`), which reads as a path up a folder. Anything else is an id as before.
+paragraph separator, a soft hyphen, a byte-order mark, a tag character; not the
+zero-width joiners, which spell words and emoji, nor the tags of the flags of
+England, Scotland and Wales, Unicode's three recommended tag sequences), or a
+`..` segment between slashes (`a/../b`), which reads as a path up a folder.
+Anything else is an id as before.
 `id_refusal(text)` is the promotion gate's reason for an id it refuses (a blank
 one too), as the gate and an agent's `context.propose` tool both say it.
 `shown_id(text)` is an id fit to show and store in its place: itself when
@@ -29,7 +30,7 @@ _PARENT = re.compile(r"(?:^|(?<=[/\\]))\.\.(?=[/\\]|$)")
 
 def id_problem(text: str) -> str | None:
     """Why `text` cannot be a fact id (`holds a NUL byte`...), or None."""
-    # a match of more than one character is an emoji tag sequence (a flag): allowed
+    # a match of more than one character is one of the three flags: allowed
     found = next((m for m in _HIDDEN.finditer(text) if len(m.group()) == 1), None)
     if found is not None:
         char = found.group()

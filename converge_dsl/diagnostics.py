@@ -205,10 +205,11 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     return matches[0] if matches else None
 
 
-def suggestion(guess: str) -> str:
+def suggestion(guess: str, *, unprintable: bool = False) -> str:
     """`did you mean 'guess'?`, the name quoted as every message quotes a name
-    (`converge_dsl._escapes.written`: `'a\\x27b'`, `'a\\x0ab'`, never Python's repr)."""
-    return f"did you mean '{written(guess)}'?"
+    (`converge_dsl._escapes.written`: `'a\\x27b'`, `'a\\x0ab'`, never Python's repr;
+    with `unprintable`, each character `str.isprintable` refuses escaped too)."""
+    return f"did you mean '{written(guess, unprintable=unprintable)}'?"
 
 
 def unknown_name_hint(word: str, candidates: Iterable[str], otherwise: str) -> str:

@@ -21,6 +21,15 @@ def test_a_guess_is_quoted_as_every_message_quotes_a_name() -> None:
     assert suggestion("plain") == "did you mean 'plain'?"
 
 
+def test_a_guess_may_escape_what_is_not_printable() -> None:
+    """With `unprintable`, a guess quotes as CD250's message quotes its key: a code
+    point `str.isprintable` refuses (here unassigned) escaped too, as `written` does."""
+    from converge_dsl.diagnostics import suggestion
+
+    assert suggestion("k\U000f0000") == "did you mean 'k\U000f0000'?"
+    assert suggestion("k\U000f0000", unprintable=True) == "did you mean 'k\\U000f0000'?"
+
+
 def test_a_name_like_none_gets_the_fallback() -> None:
     hint = unknown_name_hint("zzz", {"analyst": 1}, "declared: analyst")
     assert hint == "declared: analyst"

@@ -87,10 +87,18 @@ SCOTLAND = "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e00
         ("\U0001f3f4\U000e007f", "\U0001f3f4\\U000e007f"),  # no tag between: not a flag
         (SCOTLAND + "\U000e007f", SCOTLAND + "\\U000e007f"),  # a cancel tag past the flag
         ("x\U000e0041" + SCOTLAND, "x\\U000e0041" + SCOTLAND),
+        # a tag run spelling a text is not one of Unicode's three recommended flags
+        ("\U0001f3f4\U000e0068\U000e0069\U000e007f", "\U0001f3f4\\U000e0068\\U000e0069\\U000e007f"),
     ],
 )
 def test_tag_characters_are_hidden_but_in_a_flag(text: str, shown: str) -> None:
     assert written(text) == shown
+
+
+def test_hidden_is_one_group() -> None:
+    """`HIDDEN` keeps its meaning inside a larger pattern: `f"{HIDDEN}+"` repeats it all."""
+    assert re.fullmatch(f"{HIDDEN}+", "\u202e\u202e")
+    assert re.fullmatch(f"a{HIDDEN}", "a\u202e")
 
 
 def test_what_the_pages_show_as_invisible_is_hidden() -> None:

@@ -16,6 +16,8 @@ from converge_dsl._fact_ids import id_problem, shown_id
         "flag\U0001f3f3\ufe0f\u200d\U0001f308", "a\xa0b",
         # the flag of Scotland: U+1F3F4, the tags g b s c t, the cancel tag U+E007F
         "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",
+        "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f",  # England
+        "\U0001f3f4\U000e0067\U000e0062\U000e0077\U000e006c\U000e0073\U000e007f",  # Wales
     ],
 )  # fmt: skip
 def test_ids_allowed_as_before(text: str) -> None:
@@ -38,6 +40,17 @@ def test_ids_allowed_as_before(text: str) -> None:
         ("a\u061cb", "holds a hidden character (U+061C)", "a\\u061cb"),
         ("a\U000e0041b", "holds a hidden character (U+E0041)", "a\\U000e0041b"),
         ("\U0001f3f4\U000e0067b", "holds a hidden character (U+E0067)", "\U0001f3f4\\U000e0067b"),
+        # tags spelling a text, not one of the three flags: the text would go unseen
+        (
+            "ok\U0001f3f4\U000e0068\U000e0069\U000e007f",
+            "holds a hidden character (U+E0068)",
+            "ok\U0001f3f4\\U000e0068\\U000e0069\\U000e007f",
+        ),
+        (
+            "\U0001f3f4\U000e0075\U000e0073\U000e0063\U000e0061\U000e007f",
+            "holds a hidden character (U+E0075)",
+            "\U0001f3f4\\U000e0075\\U000e0073\\U000e0063\\U000e0061\\U000e007f",
+        ),
         ("..", "has '..' as a path segment (a folder up)", "%2E%2E"),
         ("a/../b", "has '..' as a path segment (a folder up)", "a/%2E%2E/b"),
         ("a\\..", "has '..' as a path segment (a folder up)", "a\\\\%2E%2E"),

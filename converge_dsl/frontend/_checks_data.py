@@ -174,11 +174,12 @@ def data_fields(facts: PipelineFacts) -> Iterator[Diagnostic]:
             if ast is None:
                 continue  # templates_compile reports it
             findings = Walker(facts.key_schemas, item).walk(ast)
+        locate = _Locator(facts, site)
         for finding in findings:
             yield Diagnostic.at(
                 finding.code,
                 finding.message,
-                _locate(facts, site, finding.lineno, finding.needle, finding.occurrence),
+                locate(finding.lineno, finding.needle, finding.occurrence),
                 path=site.path,
                 hint=finding.hint,
                 severity=finding.severity,
@@ -213,27 +214,42 @@ def _item_for(site: TemplateSite, items: Mapping[JsonPath, Any]) -> Any:
     return items.get(site.path[:-1]) if "item" in site.names else None
 
 
-def _locate(
-    facts: PipelineFacts, site: TemplateSite, lineno: int, needle: str, occurrence: int = 0
-) -> SourceSpan:
-    """The span of `needle` (`.field`, `[field`, a literal, a bare field name) in the
-    template: its `occurrence`-th from its line `lineno` on, counted from 0 (the last
-    found when there are fewer; a folded scalar joins lines: then the first anywhere),
-    mapped through the source map; the field name or the literal is marked (`[field`:
-    the subscript's literal, or its joined literals, that make `field`)."""
-    text = site.text
-    start = 0
-    for _ in range(lineno - 1):
-        start = text.find("\n", start) + 1 or len(text)
-    marks = list(islice(_marks(text, needle, start), occurrence + 1))
-    marks = marks or list(islice(_marks(text, needle, 0), 1))
-    if not marks:
-        return facts.document.template_span(site.path, lineno)
-    return facts.document.text_span(site.path, text, *marks[-1])
+_Mark = tuple[int, int]  # (start, end) of a finding's text in its template
 
 
-def _marks(text: str, needle: str, begin: int) -> Iterator[tuple[int, int]]:
-    """Where `needle` is in `text` from `begin` on, in order (see `_locate`)."""
+class _Locator:
+    """Where each finding of one template is: the span of its `needle` (`.field`,
+    `[field`, a literal, a bare field name), its `occurrence`-th from its line on,
+    counted from 0 (the last found when there are fewer; a folded scalar joins lines:
+    then the first anywhere), mapped through the source map; the field name or the
+    literal is marked (`[field`: the subscript's literal, or its joined literals, that
+    make `field`). The marks of a (line, needle) are found once, as far as a finding
+    asks, so n findings of one line read it once, not n times."""
+
+    def __init__(self, facts: PipelineFacts, site: TemplateSite) -> None:
+        self.facts = facts
+        self.site = site
+        self.starts = [0]  # the offset of each line's start, as far as read
+        # (line, needle) -> its marks found so far, and the search that finds the rest
+        self.found: dict[tuple[int, str], tuple[list[_Mark], Iterator[_Mark]]] = {}
+
+    def __call__(self, lineno: int, needle: str, occurrence: int) -> SourceSpan:
+        text = self.site.text
+        while len(self.starts) < lineno:
+            self.starts.append(text.find("\n", self.starts[-1]) + 1 or len(text))
+        marks, rest = self.found.setdefault(
+            (lineno, needle), ([], _marks(text, needle, self.starts[lineno - 1]))
+        )
+        marks.extend(islice(rest, max(0, occurrence + 1 - len(marks))))
+        mark = marks[min(occurrence, len(marks) - 1)] if marks else None
+        mark = mark or next(_marks(text, needle, 0), None)
+        if mark is None:
+            return self.facts.document.template_span(self.site.path, lineno)
+        return self.facts.document.text_span(self.site.path, text, *mark)
+
+
+def _marks(text: str, needle: str, begin: int) -> Iterator[_Mark]:
+    """Where `needle` is in `text` from `begin` on, in order (see `_Locator`)."""
     if needle.startswith("["):
         from converge_dsl.frontend import _joined_keys
 

@@ -185,14 +185,16 @@ def _unknown(
         code=codes.UNKNOWN_READ_KEY,
         message=f"{'expression' if site.expression else 'template'} reads unknown context "
         f"key '{written(str(key), unprintable=True)}'",
-        hint=f"did you mean '{written(guess, unprintable=True)}'?"
+        hint=suggestion(guess, unprintable=True)
         if guess
         else f"declare it: keys: [{{name: {yaml_scalar(str(key))}}}]",
         severity=Severity.ERROR,
     )
-    # a hidden character, or a space that is not U+0020 (the message shows both escaped)
+    # a hidden character, or a space that is not U+0020 (the message shows both escaped);
+    # a flag `HIDDEN` matches whole is one piece, shown as it is
     noted = f"{HIDDEN}|[^\\S ]"
-    unshown = [char for char in dict.fromkeys(str(key)) if re.match(noted, char)]
+    pieces = (match.group() for match in re.finditer(noted, str(key)))
+    unshown = [char for char in dict.fromkeys(pieces) if len(char) == 1]
     span = diagnostic.span
     if not unshown or span is None or span.line != span.end_line:
         return diagnostic

@@ -123,6 +123,9 @@ class Walker:
         # the reads of `.name` and `['name']` met, findings or not, walked in the order they
         # are written: two findings of one text on one line are told apart by it
         self.reads: Reads = {}
+        # the occurrence of each literal met (by `id`), counted as reads are: a literal's
+        # finding (CD304, CD305, CD255) or a filter's attribute string's is marked on it
+        self.occurrences: dict[int, int] = {}
 
     def walk(self, ast: Any) -> list[Finding]:
         """Findings of a Jinja template tree."""
@@ -183,6 +186,9 @@ class Walker:
         kind = type(node).__name__
         if kind == "Name":
             return self._name(node.name, scope)
+        if kind == "Const":
+            self._count(node)
+            return None
         if kind == "Getattr":
             return self.attribute(self.value(node.node, scope), node.attr, node.lineno, ".")
         if kind == "Getitem":
@@ -217,12 +223,28 @@ class Walker:
             return self.item
         return None
 
-    def attribute(self, base: Any, name: str, lineno: int, mark: str) -> Any:
-        """What `base.name` (or `base['name']`) is; records an unknown attribute or field."""
+    def _count(self, node: Any) -> None:
+        """Count the literal `node` among the reads of its text on its line."""
+        needle = _literal_needle(self.const(node))
+        occurrence = self.reads.get((node.lineno, needle), 0)
+        self.reads[node.lineno, needle] = occurrence + 1
+        self.occurrences[id(node)] = occurrence
+
+    def _at(self, literal: Any) -> tuple[str, int]:
+        """(needle, occurrence) of the literal node `literal` (see `_count`)."""
+        return _literal_needle(self.const(literal)), self.occurrences.get(id(literal), 0)
+
+    def attribute(
+        self, base: Any, name: str, lineno: int, mark: str, at: tuple[str, int] | None = None
+    ) -> Any:
+        """What `base.name` (or `base['name']`) is; records an unknown attribute or field,
+        marked on `at` (needle, occurrence) when given (a filter's attribute string)."""
         needle = _needle(name, mark)
         occurrence = self.reads.get((lineno, needle), 0)
         if mark:
             self.reads[lineno, needle] = occurrence + 1
+        if at is not None:
+            needle, occurrence = at
         if isinstance(base, _Namespace):
             return _Facts(name)
         if isinstance(base, _Fact):
@@ -297,6 +319,7 @@ class Walker:
             self.value(arg, scope)
             return base if isinstance(base, _Facts | _List) else None
         if type(arg).__name__ == "Const":
+            self._count(arg)  # `['bill']` is found by the text of a literal `'bill'` too
             value = self.const(arg)
         else:
             # `facts['ti' ~ 'ckets']` names a key, read as the key checks read it, and
@@ -341,8 +364,8 @@ class Walker:
             self.value(child, scope)
         element = self._element(base)
         paths = self._attribute_arguments(node)
-        for text, lineno in paths:
-            self._path(element, text, lineno)
+        for text, literal in paths:
+            self._path(element, text, literal)
         if node.name in ("selectattr", "rejectattr"):
             self._tested(node, element)
         if node.name in _ONE:
@@ -353,34 +376,41 @@ class Walker:
             return _List(self._path(element, paths[0][0], None))
         return None
 
-    def _attribute_arguments(self, node: Any) -> list[tuple[str, int]]:
-        """The dotted attribute paths a filter reads on each element (`attribute='data.x'`)."""
+    def _attribute_arguments(self, node: Any) -> list[tuple[str, Any]]:
+        """The dotted attribute paths a filter reads on each element (`attribute='data.x'`),
+        each with its literal."""
         found = [
-            (self.const(k.value), k.value.lineno)
+            k.value
             for k in node.kwargs
             if k.key == "attribute" and type(k.value).__name__ == "Const"
         ]
         first: Any = node.args[0] if node.args else None
         if node.name in ("selectattr", "rejectattr") and type(first).__name__ == "Const":
-            found.append((self.const(first), first.lineno))
+            found.append(first)
         at = _ATTRIBUTE_AT.get(node.name)
         if at is not None and len(node.args) > at and type(node.args[at]).__name__ == "Const":
-            found.append((self.const(node.args[at]), node.args[at].lineno))
-        return [(text, lineno) for text, lineno in found if isinstance(text, str)]
+            found.append(node.args[at])
+        return [(self.const(x), x) for x in found if isinstance(self.const(x), str)]
 
-    def _path(self, element: Any, text: str, lineno: int | None) -> Any:
-        """Follow `a.b.c` from `element`; records findings only when `lineno` is given."""
+    def _path(self, element: Any, text: str, literal: Any) -> Any:
+        """Follow `a.b.c` from `element`; records findings, marked on the attribute string
+        `literal`, only when it is given."""
         current = element
-        for part in text.split("."):
+        parts = text.split(".")
+        if literal is not None:
+            for part in parts[1:]:  # the text `.x` of 'data.x' is found as a read `.x` is
+                place = (literal.lineno, _needle(part, "."))
+                self.reads[place] = self.reads.get(place, 0) + 1
+        for part in parts:
             if current is None:
                 return None
-            if lineno is None:
+            if literal is None:
                 saved = self.findings
                 self.findings = []
                 current = self.attribute(current, part, 1, "")
                 self.findings = saved
             else:
-                current = self.attribute(current, part, lineno, "")
+                current = self.attribute(current, part, literal.lineno, "", self._at(literal))
         return current
 
     def _compare(self, node: Any, scope: dict[str, Any]) -> None:
@@ -413,8 +443,9 @@ class Walker:
                 f"this comparison is never true: {why}",
                 "compare with one of the values the key's schema allows",
                 literal.lineno,
-                repr(value) if isinstance(value, str) else str(value),
+                self._at(literal)[0],
                 Severity.WARNING,
+                self._at(literal)[1],
             )
         )
 
@@ -432,8 +463,9 @@ class Walker:
                 f"{shape.label} {operator} {value!r} fails at run time: {why}",
                 "use a literal of its type, or convert one side first (`| int`, `| string`)",
                 literal.lineno,
-                repr(value) if isinstance(value, str) else str(value),
+                self._at(literal)[0],
                 Severity.WARNING,
+                self._at(literal)[1],
             )
         )
 
@@ -471,8 +503,9 @@ class Walker:
                     f"{'no' if keeps else 'every'} fact: {why} ({shape.source})",
                     "test with one of the values the schema allows",
                     item.lineno,
-                    repr(value) if isinstance(value, str) else str(value),
+                    self._at(item)[0],
                     Severity.WARNING,
+                    self._at(item)[1],
                 )
             )
 
@@ -492,6 +525,11 @@ def _names(target: Any) -> list[str]:
     if type(target).__name__ == "Name":
         return [target.name]
     return [name for item in getattr(target, "items", ()) for name in _names(item)]
+
+
+def _literal_needle(value: object) -> str:
+    """The text to find for a literal: a string's in quotes (`'bill'`), else as written."""
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 def _needle(name: str, mark: str) -> str:

@@ -95,10 +95,12 @@ def argument(text: str, start: int) -> tuple[str, tuple[int, int]] | None:
     """(the key, its (start, end) in `text`) of the argument that begins at `start` when
     it is string literals (one, or joined by `~` and `+`) and nothing else, up to the
     argument's end (a `)`, `]` or `,` outside their parentheses): one literal's characters
-    inside its quotes, or the joined literals from the first quote to the last; else None.
-    It reads at most `MAX_NODES` pieces, whatever follows."""
+    inside its quotes, or the joined literals from the first quote to the last (the first
+    literal with its quotes when they cross a line); else None.
+    It reads at most `MAX_NODES` pieces, whatever follows, and `MAX_PARTS` literals, as
+    `parts` does."""
     values: list[str] = []
-    first = last = -1
+    first = first_end = last = -1
     depth = 0
     position = start
     for _ in range(MAX_NODES):
@@ -109,10 +111,11 @@ def argument(text: str, start: int) -> tuple[str, tuple[int, int]] | None:
         literal = match["text"]
         if literal is not None:
             value = unescape(literal)
-            if value is None:
-                return None
+            if value is None or len(values) == MAX_PARTS:
+                return None  # more literals than `parts` joins: no key of the tree's
             values.append(value)
-            first = match.start("text") if first < 0 else first
+            if first < 0:
+                first, first_end = match.start("text"), position
             last = position
         elif match["open"] is not None:
             depth += 1
@@ -124,4 +127,7 @@ def argument(text: str, start: int) -> tuple[str, tuple[int, int]] | None:
         return None
     if not values:
         return None
-    return "".join(values), ((first + 1, last - 1) if len(values) == 1 else (first, last))
+    if len(values) == 1:
+        return values[0], (first + 1, last - 1)
+    # joined literals across lines are marked by the first, which a caret shows on its line
+    return "".join(values), (first, first_end if "\n" in text[first:last] else last)

@@ -78,7 +78,8 @@ def test_an_unknown_field_is_found_through_every_path(template: str) -> None:
         (codes.UNKNOWN_DATA_FIELD, "did you mean 'category'?")
     ]
     line = (TICKETS + _rule(template)).splitlines()[found[0][1] - 1]
-    assert line[found[0][2] - 1 :].startswith("categry")
+    # the field's name, or the attribute string naming it (`map(attribute='data.categry')`)
+    assert line[found[0][2] - 1 :].startswith(("categry", "'data.categry'"))
 
 
 @pytest.mark.parametrize(
@@ -377,3 +378,77 @@ def test_a_place_the_meta_schema_reaches_by_several_paths_is_one_error() -> None
     header = TICKETS.replace("urgency: {type: integer}", "urgency: {type: integer, items: 3}")
     found = [d for d in _diagnostics(_rule("x"), header) if d.code == codes.KEY_SCHEMA_INVALID]
     assert [(d.line, d.column) for d in found] == [(11, 41)]
+
+
+@pytest.mark.parametrize("findings", [100, 400])
+def test_locating_many_findings_of_one_line_reads_it_once(
+    findings: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, each finding's caret read its line again from its start, up to its own
+    occurrence: n findings of `['field']` on one line made n*n/2 reads of a subscript
+    (4000 took 44 s). Now the marks of a line are found once: a few reads a finding."""
+    from converge_dsl.frontend import _joined_keys
+
+    real = _joined_keys.argument
+    calls = []
+
+    def counted(text: str, start: int) -> tuple[str, tuple[int, int]] | None:
+        calls.append(start)
+        return real(text, start)
+
+    monkeypatch.setattr(_joined_keys, "argument", counted)
+    template = " ".join(["{{ fact('tickets','t1').data['urgncy'] }}"] * findings)
+    found = _found(_diagnostics(_rule(template)))
+    assert len(found) == findings
+    assert len({column for _, _, column, _ in found}) == findings
+    assert len(calls) <= 2 * findings
+
+
+@pytest.mark.parametrize("wrap", ["{}", "{{% if true %}}{}{{% endif %}}"])
+def test_an_attribute_strings_finding_is_marked_on_it_and_takes_no_others_caret(
+    wrap: str,
+) -> None:
+    """Before, a finding read through a filter's attribute string was not counted among
+    the reads of its line and was found by the field's bare name: both findings below
+    were marked inside `'data.urgncy'`. Now each has its own caret."""
+    template = wrap.format(
+        "{{ facts.tickets | map(attribute='data.urgncy') | list }} "
+        "{{ facts.tickets[0].data.urgncy }} {{ facts.tickets | selectattr('data.urgncy') }}"
+    )
+    found = _columns(template)
+    assert [text for _, _, text in found] == ["'data.urgncy')", "urgncy", "'data.urgncy')"]
+    assert len({column for _, column, _ in found}) == 3
+
+
+@pytest.mark.parametrize("wrap", ["{}", "{{% if true %}}{}{{% endif %}}"])
+def test_each_literal_finding_on_one_line_has_its_own_caret(wrap: str) -> None:
+    """Before, a literal's finding (CD304, CD305, CD255) was marked on the first text of
+    that literal on its line: a second `== 'bill'`, or one after a `{{ 'bill' }}`, was
+    marked on the first."""
+    data = "facts.tickets[0].data"
+    template = wrap.format(
+        f"{{{{ 'bill' }}}} {{{{ {data}.category == 'bill' }}}} {{{{ {data}.category == 'bill' }}}}"
+    )
+    document = TICKETS + _rule(template)
+    found = [d for d in _diagnostics(_rule(template)) if d.code == codes.OUTSIDE_ENUM]
+    line = document.splitlines()[found[0].line - 1]
+    first = line.index("'bill'")
+    assert [d.column - 1 for d in found] == [
+        line.index("'bill'", first + 1),
+        line.rindex("'bill'"),
+    ]
+
+
+@pytest.mark.parametrize("wrap", ["{}", "{{% if true %}}{}{{% endif %}}"])
+def test_a_field_joined_across_lines_is_marked_on_its_first_literal(wrap: str) -> None:
+    """Before, `data['a' ~` and `'bx']` on two lines of a `|` block got a whole-line caret."""
+    data = "fact('tickets','t1').data"
+    template = wrap.format(f"{{{{ {data}['cat' ~\n 'egry'] }}}}")
+    body = "\n".join("          " + line for line in template.split("\n"))
+    rule = (
+        "  - name: r\n    kind: rule\n    dependencies: [tickets]\n    when: 'true'\n"
+        f"    emit:\n      - key: strategies\n        id: s\n        content: |\n{body}\n"
+    )
+    (found,) = _found(_diagnostics(rule))
+    line = (TICKETS + rule).splitlines()[found[1] - 1]
+    assert line[found[2] - 1 :] == "'cat' ~"

@@ -433,3 +433,15 @@ def test_two_contents_of_one_id_are_quoted_as_every_message_quotes() -> None:
     assert found.message.startswith(
         "'b' proposes id 'n\\x271' to key 'notes' as 'a' does (line 11), with other content"
     )
+
+
+def test_an_unknown_keys_note_names_a_flag_as_one_piece() -> None:
+    """CD250's note lists the characters its message shows escaped: a flag's tags are
+    part of the flag, shown as it is, and not listed one by one (a bidi control is)."""
+    read = (
+        "{key: notes, id: x, content: \"{{ count('k\\U0001F3F4\\U000E0067\\U000E0062"
+        "\\U000E0073\\U000E0063\\U000E0074\\U000E007F\\u202E') }}\"}"
+    )
+    (found,) = _found(_rule("r", "[tickets]", None, read))
+    assert found.code == codes.UNKNOWN_READ_KEY
+    assert found.message.endswith("(U+202E is written as \\u202E)")

@@ -57,6 +57,17 @@ def test_a_joined_key_beyond_the_bounds_is_named_at_run_time() -> None:
     assert reads(f"count({most} ~ 'a')", True)[0].key is None
 
 
+def test_the_text_of_a_joined_key_is_read_within_the_bounds_the_tree_is() -> None:
+    """Before, `argument` read up to `MAX_NODES` pieces, so it made a key of more literals
+    than `parts` joins, one no finding names: the text and the tree now agree."""
+    most = " ~ ".join(["'a'"] * _joined_keys.MAX_PARTS)
+    assert _joined_keys.argument(f"[{most}]", 1) == (
+        "a" * _joined_keys.MAX_PARTS,
+        (1, len(most) + 1),
+    )
+    assert _joined_keys.argument(f"[{most} ~ 'a']", 1) is None
+
+
 def _bounded(build: Any) -> None:
     """`build()` (a tree) is read in bounded time and memory: CPU time, not the wall
     clock, so a loaded machine does not fail it (the bounded read takes microseconds)."""
@@ -137,3 +148,10 @@ def test_the_span_of_a_joined_key_stops_at_its_argument() -> None:
     assert _joined_keys.span(text, len("count("), "notes") == (7, 19)
     assert _joined_keys.span(text, len("count("), "notesx") is None
     assert _joined_keys.span("count(" + "(" * 10_000, 6, "a") is None
+
+
+def test_joined_literals_across_lines_are_marked_by_the_first() -> None:
+    """Before, the span ran from the first quote on one line to the last on the next, and
+    the caret fell back to the whole line: now the first literal is marked."""
+    assert _joined_keys.argument("['a' ~\n 'bx']", 1) == ("abx", (1, 4))
+    assert _joined_keys.argument("['a' ~ 'bx']", 1) == ("abx", (1, 11))
