@@ -62,6 +62,7 @@ def test_every_other_kind_given_to_run_is_one_usage_error_at_its_kind(path: str,
 def test_run_format_json_gives_the_refusal_located_at_the_kind() -> None:
     code, out, _ = _run("pipelines/support-triage/triage.eval.yaml", "--format", "json")
     assert code == 3
+    assert json.loads(out)["stop_reason"] == "usage_error"  # exit 3, as stop-reasons.md says
     (found,) = json.loads(out)["diagnostics"]
     assert (found["code"], found["line"], found["column"], found["path"]) == ("CD818", 4, 7, "kind")
 
