@@ -327,6 +327,25 @@ def test_a_case_expecting_a_refusal_that_runs_fails_the_evaluation(
     assert 'message="1 case(s) failed their expectation"' in out
 
 
+def test_a_case_expecting_a_refusal_whose_run_failed_scores_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its run stopped with an error, not refused: every metric null, a mean of 1, and
+    # not among the worst cases; it failed what it expected, and scores 0.
+    _probes(tmp_path, _PROBES.replace('{"nope": "x"}', '{"ticket": "charged twice"}'))
+    (tmp_path / "classify.script.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules: []\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = cli("eval", "e.eval.yaml", "--no-timings")
+    assert code == 1
+    assert "worst cases:\n  ok: 0.000 (category, converged)\n  probe: 0.000" in out
+    code, out, _ = cli("eval", "e.eval.yaml", "--format", "json")
+    probe = json.loads(out)["cases"][1]
+    said = "expected its run to be refused (usage_error); it stopped with error"
+    assert (probe["failed_expectation"], "error" in probe) == (said, True)
+
+
 def test_a_probe_refused_without_a_run_is_refused_in_its_runs_words(tmp_path: Path) -> None:
     # Refused without a run (on the process executor, or with models or a budget of its
     # own), a probe said `unknown input "it's"`: Python's quoting, no hint; its run
