@@ -235,7 +235,7 @@ def test_a_case_whose_run_never_started_fails_the_evaluation_naming_why(tmp_path
     code, out, _ = cli("eval", tmp_path / "e.eval.yaml")
     assert code == 1
     assert "errors: 1 case(s) stopped with an error:\n  a: CD338: input 'ticket' is required" in out
-    assert out.endswith("overall: 0.000: FAILED\n")
+    assert out.endswith("overall: 0.000: FAILED (1 case(s) stopped with an error)\n")
 
 
 def test_a_refusal_the_evaluation_measures_is_not_an_error(tmp_path: Path) -> None:
