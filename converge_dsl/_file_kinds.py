@@ -22,6 +22,7 @@ from converge_dsl._reading import ReadRefused, read_bytes
 from converge_dsl.errors import PipelineInvalid
 
 if TYPE_CHECKING:
+    from converge_dsl.diagnostics import Diagnostic
     from converge_dsl.frontend import LoadedDocument
 
 # Files in a folder that say one of these kinds at the top are not pipelines.
@@ -236,9 +237,15 @@ def kind_named(kind: str) -> str:
 class OtherKind(PipelineInvalid):
     """A command was given a file that says it is another kind of ours than the one it
     takes (CD818 where a pipeline was wanted, CD341 an evaluation; located at its
-    `kind`): a usage error (exit 3, stop reason `usage_error`)."""
+    `kind`): a usage error (exit 3, stop reason `usage_error`). Its code is its
+    diagnostic's."""
 
     exit_code = 3
+    code = codes.NOT_A_PIPELINE
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__([diagnostic])
+        self.code = diagnostic.code
 
 
 def refuse_other_kind(document: LoadedDocument, wanted: str) -> None:
@@ -260,12 +267,10 @@ def refuse_other_kind(document: LoadedDocument, wanted: str) -> None:
     what, how = _TAKEN_BY[kind]
     code = codes.NOT_A_PIPELINE if wanted == PIPELINE else codes.EVAL_NOT_EVALUATION
     raise OtherKind(
-        [
-            document.source_map.diagnostic(
-                code,
-                f"this is {what} (kind: {kind}), not {kind_named(wanted)}",
-                ("kind",),
-                hint=how.replace("FILE", shell_word(document.file)),
-            )
-        ]
+        document.source_map.diagnostic(
+            code,
+            f"this is {what} (kind: {kind}), not {kind_named(wanted)}",
+            ("kind",),
+            hint=how.replace("FILE", shell_word(document.file)),
+        )
     )
