@@ -6,9 +6,9 @@
 - `file_kind(path)`: how `validate`, `serve` and a folder walk sort YAML files into
   pipelines, pack manifests, evaluation files, run configurations and other tools' files
   (`is_evaluation(path)`, `says_pipeline(path)` read it).
-- `refuse_other_kind(path, command)`: `run` given another kind of ours (an evaluation, a
-  pipeline test...) refuses it with `NotAPipeline` (CD818, at its `kind`, exit 3),
-  naming the command that takes it, before it is read as a pipeline.
+- `refuse_other_kind(document, wanted)`: a command given another kind of ours than the
+  one it takes (`run` an evaluation, `eval` a pipeline...) refuses the file it loaded with
+  `OtherKind` (CD818 / CD341, at its `kind`, exit 3), naming what takes it.
 """
 
 from __future__ import annotations
@@ -16,11 +16,15 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl._reading import ReadRefused, read_bytes
 from converge_dsl.errors import PipelineInvalid
+
+if TYPE_CHECKING:
+    from converge_dsl.diagnostics import Diagnostic
+    from converge_dsl.frontend import LoadedDocument
 
 # Files in a folder that say one of these kinds at the top are not pipelines.
 OTHER_KINDS = frozenset({"Evaluation", "ModelScript", "Pack", "PipelineTest", "RunConfig"})
@@ -220,8 +224,10 @@ def says_pipeline(path: Path) -> bool:
     return says_ours(path, "Pipeline") and file_kind(path) == PIPELINE
 
 
-# What each other kind of ours is, and how it is used instead (FILE: the file given).
+# What each kind of ours is, and how it is used (FILE: the file given): what a command
+# given another kind than the one it takes says (`refuse_other_kind`, `kind_named`).
 _TAKEN_BY = {
+    PIPELINE: ("a pipeline", "run it with `converge-dsl run FILE`"),
     EVALUATION: ("an evaluation file", "run it with `converge-dsl eval FILE`"),
     "PipelineTest": ("a pipeline test file", "run it with `converge-dsl test FILE`"),
     RUN_CONFIG: (
@@ -236,55 +242,48 @@ _TAKEN_BY = {
 }
 
 
-class NotAPipeline(PipelineInvalid):
-    """`run` was given a file that says it is another kind of ours (CD818, located at its
-    `kind`): a usage error (exit 3), raised before the file is read as a pipeline."""
+def kind_named(kind: str) -> str:
+    """What a file of `kind` is, in words (`an evaluation file`)."""
+    return _TAKEN_BY[kind][0]
+
+
+class OtherKind(PipelineInvalid):
+    """A command was given a file that says it is another kind of ours than the one it
+    takes (CD818 where a pipeline was wanted, CD341 an evaluation; located at its
+    `kind`): a usage error (exit 3, stop reason `usage_error`). Its code is its
+    diagnostic's."""
 
     exit_code = 3
     code = codes.NOT_A_PIPELINE
 
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__([diagnostic])
+        self.code = diagnostic.code
 
-def refuse_other_kind(path: Path, command: str) -> None:
-    """Raise `NotAPipeline` when the file at `path`, given to `converge-dsl COMMAND`,
-    says at its top that it is another kind of ours (`_TAKEN_BY`); a file that does not
-    load, or says nothing, is left for the pipeline loader to report."""
-    try:
-        text = read_bytes(path, "pipeline").decode("utf-8-sig")
-    except (OSError, ValueError, ReadRefused):
+
+def refuse_other_kind(document: LoadedDocument, wanted: str) -> None:
+    """Raise `OtherKind` when the loaded `document`, given where a file of kind `wanted`
+    (`PIPELINE`, `EVALUATION`) goes, says at its top it is another kind of ours
+    (`_TAKEN_BY`), naming what takes it. A kind merged in, or a top-level `apiVersion`
+    of another tool (Tekton's `kind: PipelineTest`), is left to the loader's checks."""
+    data = document.data
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if not isinstance(kind, str) or kind == wanted or kind not in _TAKEN_BY:
         return
-    # A pipeline is loaded once more only when a line of it names one of these kinds.
-    names = "|".join(_TAKEN_BY)
-    if re.search(_SAYS_OURS.replace("KIND", f"(?:{names})"), text, re.M) is None:
+    api = data.get("apiVersion") if isinstance(data, dict) else None
+    if isinstance(api, str) and _OTHER_API.search(f"apiVersion: {api}") is not None:
         return
-    kind = _top_kind(path)
-    if not isinstance(kind, str) or kind not in _TAKEN_BY:
+    if document.source_map.get(("kind",)) is None:
         return
     from converge_dsl._escapes import shell_word
-    from converge_dsl._pyyaml import yaml
-    from converge_dsl.diagnostics import Diagnostic, Severity
 
-    node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    pairs = node.value if isinstance(node, yaml.MappingNode) else []
-    values = [v for k, v in pairs if k.value == "kind"]  # the last is the one loaded
-    if not values:  # a kind merged in (`<<: *base`): the loader says what it finds
-        return
-    value = values[-1]
     what, how = _TAKEN_BY[kind]
-    start, end = value.start_mark, value.end_mark
-    raise NotAPipeline(
-        [
-            Diagnostic(
-                codes.NOT_A_PIPELINE,
-                Severity.ERROR,
-                f"this is {what} (kind: {kind}), not a pipeline: "
-                f"`converge-dsl {command}` takes a pipeline",
-                str(path),
-                start.line + 1,
-                start.column + 1,
-                end.line + 1,
-                end.column + 1 if end.line == start.line else start.column + 2,
-                ("kind",),
-                how.replace("FILE", shell_word(str(path))),
-            )
-        ]
+    code = codes.NOT_A_PIPELINE if wanted == PIPELINE else codes.EVAL_NOT_EVALUATION
+    raise OtherKind(
+        document.source_map.diagnostic(
+            code,
+            f"this is {what} (kind: {kind}), not {kind_named(wanted)}",
+            ("kind",),
+            hint=how.replace("FILE", shell_word(document.file)),
+        )
     )

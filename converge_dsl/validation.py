@@ -42,6 +42,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from converge_dsl._file_kinds import PIPELINE, refuse_other_kind
 from converge_dsl._files import display_name, user_roots
 from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.errors import PipelineInvalid
@@ -238,6 +239,8 @@ def load_pipeline(
         path, display=display or display_name(path), checks=checks, kinds=KINDS, text=text, env=env
     )
     if not checked.ok or checked.document is None:
+        if checked.document is not None:  # another kind of ours: one usage error, not ten
+            refuse_other_kind(checked.document, PIPELINE)
         raise PipelineInvalid(checked.diagnostics)
     if on_warning is not None:
         for diagnostic in checked.diagnostics:

@@ -270,8 +270,21 @@ def cases_of(inputs: Iterator[tuple[int, Mapping[str, Any]] | Case]) -> Iterator
         if not isinstance(given, Mapping):
             yield Case(index, None, {}, f"case {index}: a case is a mapping of inputs")
             continue
-        values = dict(given)
+        values = named_inputs(given, f"case #{index}")
         yield Case(index, values.pop("id", None), values)
+
+
+def named_inputs(given: Mapping[Any, Any], where: str) -> dict[str, Any]:
+    """`given` as a run's inputs (`Pipeline.run`'s, each case's of `run_many`): an input
+    name that is not a string is refused as a usage error (CD338) naming `where`."""
+    for name in given:
+        if not isinstance(name, str):
+            raise UsageError(
+                f"{where}: input name {name!r} is not a string",
+                hint="name each input as a string, as the pipeline declares it",
+                code=codes.INPUT_REFUSED,
+            )
+    return dict(given)
 
 
 def recognise(first: bytes) -> bool:

@@ -313,6 +313,8 @@ class Pipeline:
         """
         from converge_dsl.runtime import RunPlan, assemble_run
 
+        from ._cases import named_inputs
+
         given = dict(models or {})
         orders: dict[str, Any] = {}  # the replay's answer order, its models' and tools'
 
@@ -337,7 +339,7 @@ class Pipeline:
 
         plan = RunPlan(
             document=self._document,
-            inputs=dict(inputs or {}),
+            inputs=named_inputs(inputs or {}, "inputs"),
             clock=self._clock,
             models=build,
             sinks=tuple(sinks),

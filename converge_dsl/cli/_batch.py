@@ -148,7 +148,6 @@ def _check(args: argparse.Namespace) -> None:
 
 def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
     """Run the batch; progress on stderr, the summary at the end."""
-    from converge_dsl._file_kinds import refuse_other_kind
     from converge_dsl.batch import BatchLimits, BatchOptions, CaseOutputs, CaseResult, run_batch
     from converge_dsl.cli._batch_view import (
         CacheExplainer,
@@ -158,7 +157,6 @@ def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
     )
     from converge_dsl.cli._cache_options import cache_settings
 
-    refuse_other_kind(args.pipeline, "run")
     _check(args)
     outputs = CaseOutputs(
         trace=args.trace,

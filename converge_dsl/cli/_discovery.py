@@ -19,8 +19,8 @@ from converge_dsl._file_kinds import (
     EVALUATION,
     PACK,
     PIPELINE,
-    RUN_CONFIG,
     file_kind,
+    kind_named,
     says_ours,
 )
 from converge_dsl._files import display_name
@@ -68,19 +68,12 @@ def served_pipelines(paths: Sequence[str]) -> list[Path]:
         [(path, kind)] = files
         if kind != PIPELINE:
             raise UsageError(
-                f"{raw} is {_NAMES[kind]}, not a pipeline",
+                f"{raw} is {kind_named(kind)}, not a pipeline",
                 hint="give pipeline files or folders holding them",
                 code=codes.PATH_NOT_FOUND,
             )
         found.append(path)
     return list(dict.fromkeys(found))
-
-
-_NAMES = {
-    PACK: "a pack manifest",
-    EVALUATION: "an evaluation file",
-    RUN_CONFIG: "a run configuration",
-}
 
 
 def _files_and_kinds(

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
-from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, CommandIO
+from converge_dsl.cli import EXIT_FAILURE, EXIT_OK, CommandIO
 from converge_dsl.cli._inputs import json_file
 from converge_dsl.cli._validate import add_allow_root
 from converge_dsl.errors import UsageError
@@ -241,7 +241,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             files=1,
             color=not json_out and io.style(io.stderr).color,
         )
-        return EXIT_INVALID
+        return exc.exit_code  # 2; 3 for a file of another kind (`refuse_other_kind`)
     if baseline is not None:
         _comparable(args.baseline, baseline, evaluation)
     from converge_dsl.cli._output import command_output

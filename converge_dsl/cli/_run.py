@@ -406,11 +406,9 @@ def _options(
 ) -> RunOptions:
     """The run's options from the command line (a `UsageError` when they do not fit)."""
     from converge_dsl._entry import ENTRY
-    from converge_dsl._file_kinds import refuse_other_kind
     from converge_dsl.cli._cache_options import caching
     from converge_dsl.runtime import OtelOptions, RunOptions
 
-    refuse_other_kind(args.pipeline, "run")
     if args.resume is True:
         raise UsageError(
             "--resume needs DIR (the --checkpoint folder of the run to continue)",

@@ -32,7 +32,8 @@ def render_eval_human(result: EvalResult, changes: Sequence[Change] | None) -> s
     worst = [case for case in result.worst() if case.mean < 1.0]
     lines.append("worst cases:" if worst else "worst cases: none, every case scored 1")
     for case in worst:
-        failed = ", ".join(m for m, s in case.scores.items() if s is not None and s < 1.0)
+        below = [m for m, s in case.scores.items() if s is not None and s < 1.0]
+        failed = ", ".join(below + ["failed expectation"] * bool(case.failed_expectation))
         lines.append(f"  {case.name}: {case.mean:.3f}" + (f" ({failed})" if failed else ""))
     tokens_in = sum(c.input_tokens for c in result.cases)
     tokens_out = sum(c.output_tokens for c in result.cases)
@@ -72,7 +73,10 @@ def render_eval_human(result: EvalResult, changes: Sequence[Change] | None) -> s
     overall = f"overall: {result.overall:.3f}"
     if result.threshold is not None:
         overall += f" (threshold {result.threshold:g})"
-    lines.append(f"{overall}: {'passed' if result.passed else 'FAILED'}")
+    broken = "" if result.passed else _broken(result)  # why, when its scores do not say
+    lines.append(
+        f"{overall}: {'passed' if result.passed else 'FAILED'}" + (f" ({broken})" * bool(broken))
+    )
     if changes is not None:
         lines.append("against the baseline:")
         if not changes:

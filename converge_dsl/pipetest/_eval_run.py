@@ -87,7 +87,7 @@ def _run_error(
     the evaluation asks for, so the evaluation measures it and scores it; a text and None
     for one without such a diagnostic). A case expecting its run to be refused
     (`refusal`: `expected.stop_reason: usage_error`) passes when it is; stopping with
-    another failure is a run error as ever (one that ran fails its expectation:
+    another failure is a run error as ever (and fails its expectation, as one that ran:
     `_unmet`)."""
     stop = body.get("stop_reason")
     if stop not in _FAILED_RUNS or stop in expected or (refusal and stop == "usage_error"):
@@ -106,9 +106,10 @@ def _run_error(
 
 def _unmet(body: Mapping[str, Any], refusal: bool) -> str | None:
     """What a case expecting its run to be refused (`refusal`) says when the run was not
-    refused but stopped (None: it was, or it expects no refusal)."""
+    refused but stopped, with an error too (None: it was, or it expects no refusal): its
+    mean is 0, as no metric scores such a case."""
     stop = body.get("stop_reason")
-    if refusal and stop not in _FAILED_RUNS:
+    if refusal and stop != "usage_error":
         return f"expected its run to be refused (usage_error); it stopped with {stop}"
     return None
 

@@ -54,14 +54,6 @@ if TYPE_CHECKING:
 
 EVAL_SUFFIXES = (".eval.yaml", ".eval.yml")
 SCHEMA_NAME = "eval.v1.json"
-_EVAL_FILE = "an evaluation file (*.eval.yaml) names a pipeline and a dataset; see docs/eval.md"
-# The kinds of the project's other files, given to `eval` by mistake (CD341).
-_OTHER_KINDS = {
-    "Pipeline": f"`converge-dsl run` runs a pipeline; {_EVAL_FILE}",
-    "PipelineTest": f"`converge-dsl test` runs a test file; {_EVAL_FILE}",
-    "Pack": f"a pack is a pipeline's building blocks; {_EVAL_FILE}",
-    "ModelScript": f"a model script answers a scripted model; {_EVAL_FILE}",
-}
 MEASURES = (
     "exact",
     "subset",
@@ -153,22 +145,12 @@ def read_eval_file(
     its dataset, or the pipeline it names). `env` is the environment the files are
     read and the pipeline loaded in (default: the process's).
     """
+    from converge_dsl._file_kinds import EVALUATION, refuse_other_kind
     from converge_dsl.frontend import load_file, schema_diagnostics
 
     display = display_name(path)
     document = load_file(path, display=display, env=env)
-    kind = document.data.get("kind") if isinstance(document.data, Mapping) else None
-    if isinstance(kind, str) and kind in _OTHER_KINDS:  # not ten errors of the schema's
-        raise PipelineInvalid(
-            [
-                document.source_map.diagnostic(
-                    codes.EVAL_NOT_EVALUATION,
-                    f"this is a {kind} file, not an evaluation (kind: Evaluation)",
-                    ("kind",),
-                    hint=_OTHER_KINDS[kind],
-                )
-            ]
-        )
+    refuse_other_kind(document, EVALUATION)  # not ten errors of the schema's
     problems = [d for d in schema_diagnostics(document, SCHEMA_NAME) if d.is_error]
     if problems:
         raise PipelineInvalid(best_first(problems))

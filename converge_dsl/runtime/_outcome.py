@@ -226,10 +226,12 @@ def not_run_diagnostics(
 
 
 def not_run_stop_reason(error: ConvergeError) -> str:
-    """`invalid`, `usage_error` or `error`: the stop reason of a run stopped outside the engine."""
-    if isinstance(error, PipelineInvalid):
-        return "invalid"
-    return "usage_error" if isinstance(error, UsageError) else "error"
+    """`invalid`, `usage_error` or `error`: the stop reason of a run stopped outside the engine,
+    read from its exit code (docs/stop-reasons.md: invalid is exit 2, usage_error exit 3), so
+    a refusal raised as `PipelineInvalid` with exit 3 (CD818) is a usage error."""
+    if isinstance(error, UsageError) or error.exit_code == UsageError.exit_code:
+        return "usage_error"
+    return "invalid" if isinstance(error, PipelineInvalid) else "error"
 
 
 def not_run_document(

@@ -237,3 +237,12 @@ def test_a_pickled_pipeline_is_the_loaded_one_without_loading_again(tmp_path) ->
     assert (again.name, again.path, again.keys) == (pipeline.name, pipeline.path, pipeline.keys)
     result = again.run(inputs={"word": "tea"})  # what load checked, not the broken file
     assert result == pipeline.run(inputs={"word": "tea"})
+
+
+def test_an_input_name_that_is_not_a_string_is_a_usage_error() -> None:
+    # `run({1: "x"})` and `run_many([{1: "x"}])` raised AttributeError from quoting the name.
+    pipeline = converge_dsl.load(ECHO)
+    with pytest.raises(UsageError, match=r"^\[CD338\] inputs: input name 1 is not a string"):
+        pipeline.run({1: "x"})  # type: ignore[dict-item]
+    with pytest.raises(UsageError, match=r"^\[CD338\] case #0: input name 1 is not a string"):
+        list(pipeline.run_many([{1: "x"}]))  # type: ignore[dict-item]

@@ -23,11 +23,15 @@ def _expect(name: str, text: str) -> None:
 
 
 def _run(*args: str) -> tuple[int, str, str]:
+    return _run_command("run", *args)
+
+
+def _run_command(command: str, *args: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     here = Path.cwd()
     os.chdir(ROOT)
     try:
-        code = cli(["run", *args], out, err)
+        code = cli([command, *args], out, err)
     finally:
         os.chdir(here)
     return code, out.getvalue(), err.getvalue()
@@ -50,8 +54,12 @@ def test_an_evaluation_file_given_to_run_says_to_run_it_with_eval() -> None:
         ("tests/frontend/data/dir-is-a-file.run.yaml", "give it to a run of a pipeline: `converge"),
     ],
 )
-def test_every_other_kind_given_to_run_is_one_usage_error_at_its_kind(path: str, said: str) -> None:
-    for args in ((path,), (path, "--cases", "cases.jsonl", "--out", "out.jsonl")):
+def test_every_other_kind_given_to_run_is_one_usage_error_at_its_kind(
+    path: str, said: str, tmp_path: Path
+) -> None:
+    cases, out = tmp_path / "cases.jsonl", str(tmp_path / "out.jsonl")
+    cases.write_text('{"inputs": {}}\n', encoding="utf-8")
+    for args in ((path,), (path, "--cases", str(cases), "--out", out)):
         code, _, err = _run(*args)
         assert code == 3, err
         assert err.startswith("error[CD818]: this is a")
@@ -62,6 +70,7 @@ def test_every_other_kind_given_to_run_is_one_usage_error_at_its_kind(path: str,
 def test_run_format_json_gives_the_refusal_located_at_the_kind() -> None:
     code, out, _ = _run("pipelines/support-triage/triage.eval.yaml", "--format", "json")
     assert code == 3
+    assert json.loads(out)["stop_reason"] == "usage_error"  # exit 3, as stop-reasons.md says
     (found,) = json.loads(out)["diagnostics"]
     assert (found["code"], found["line"], found["column"], found["path"]) == ("CD818", 4, 7, "kind")
 
@@ -75,3 +84,19 @@ def test_a_pipeline_naming_such_a_kind_deeper_down_still_runs(tmp_path: Path) ->
     )
     code, _, err = _run(str(pipeline))
     assert code == 0, err
+
+
+def test_another_tools_file_saying_one_of_our_kinds_is_not_claimed(tmp_path: Path) -> None:
+    # Tekton's `kind: PipelineTest` was refused as "a pipeline test file" of ours.
+    other = tmp_path / "t.yaml"
+    other.write_text("apiVersion: tekton.dev/v1\nkind: PipelineTest\nspec: {}\n", encoding="utf-8")
+    code, _, err = _run(str(other))
+    assert code == 2, err
+    assert "CD818" not in err
+
+
+def test_a_pipeline_given_to_eval_is_the_same_usage_error(tmp_path: Path) -> None:
+    # `eval` said CD341 with exit 2, `run` CD818 with exit 3, for the same mistake.
+    code, out, err = _run_command("eval", "pipelines/support-triage/ticket.yaml")
+    assert code == 3, out + err
+    assert (out + err).startswith("error[CD341]: this is a pipeline (kind: Pipeline), not an ")

@@ -188,7 +188,7 @@ def test_a_case_whose_run_stopped_with_an_error_is_shown_and_fails_the_evaluatio
     code, out, _ = cli("eval", tmp_path / "e.eval.yaml")
     assert code == 1, out
     assert "errors: 1 case(s) stopped with an error:\n  seat: CD911: E_SCRIPT: " in out
-    assert out.splitlines()[-1] == "overall: 1.000: FAILED"
+    assert out.splitlines()[-1] == "overall: 1.000: FAILED (1 case(s) stopped with an error)"
     code, out, _ = cli("eval", tmp_path / "e.eval.yaml", "--format", "json")
     cases = {case["name"]: case for case in json.loads(out)["cases"]}
     assert cases["seat"]["error"].startswith("CD911: E_SCRIPT: model script")

@@ -235,7 +235,7 @@ def test_a_case_whose_run_never_started_fails_the_evaluation_naming_why(tmp_path
     code, out, _ = cli("eval", tmp_path / "e.eval.yaml")
     assert code == 1
     assert "errors: 1 case(s) stopped with an error:\n  a: CD338: input 'ticket' is required" in out
-    assert out.endswith("overall: 0.000: FAILED\n")
+    assert out.endswith("overall: 0.000: FAILED (1 case(s) stopped with an error)\n")
 
 
 def test_a_refusal_the_evaluation_measures_is_not_an_error(tmp_path: Path) -> None:
@@ -325,6 +325,25 @@ def test_a_case_expecting_a_refusal_that_runs_fails_the_evaluation(
     assert (probe["failed_expectation"], "error" in probe) == (said, False)
     code, out, _ = cli("eval", "e.eval.yaml", "--format", "junit")
     assert 'message="1 case(s) failed their expectation"' in out
+
+
+def test_a_case_expecting_a_refusal_whose_run_failed_scores_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its run stopped with an error, not refused: every metric null, a mean of 1, and
+    # not among the worst cases; it failed what it expected, and scores 0.
+    _probes(tmp_path, _PROBES.replace('{"nope": "x"}', '{"ticket": "charged twice"}'))
+    (tmp_path / "classify.script.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules: []\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = cli("eval", "e.eval.yaml", "--no-timings")
+    assert code == 1
+    assert "worst cases:\n  ok: 0.000 (category, converged)\n  probe: 0.000" in out
+    code, out, _ = cli("eval", "e.eval.yaml", "--format", "json")
+    probe = json.loads(out)["cases"][1]
+    said = "expected its run to be refused (usage_error); it stopped with error"
+    assert (probe["failed_expectation"], "error" in probe) == (said, True)
 
 
 def test_a_probe_refused_without_a_run_is_refused_in_its_runs_words(tmp_path: Path) -> None:

@@ -225,25 +225,27 @@ def test_eval_on_an_empty_dataset_prints_the_located_error_and_exits_2(tmp_path:
 
 
 @pytest.mark.parametrize(
-    ("name", "kind", "hint"),
+    ("name", "said", "hint"),
     [
-        ("incident-triage.yaml", "Pipeline", "`converge-dsl run` runs a pipeline"),
-        ("incident-triage.script.yaml", "ModelScript", "a model script answers"),
+        ("incident-triage.yaml", "a pipeline (kind: Pipeline)", "run it with `converge-dsl run "),
+        ("incident-triage.script.yaml", "a model script (kind: ModelScript)", "a pipeline's model"),
     ],
 )
-def test_a_file_of_another_kind_is_one_error_at_its_kind(
-    tmp_path: Path, name: str, kind: str, hint: str
+def test_a_file_of_another_kind_is_one_usage_error_at_its_kind(
+    tmp_path: Path, name: str, said: str, hint: str
 ) -> None:
     # A pipeline given to `eval` was ten schema errors: three keys missing, kind not
-    # allowed, and every key of the pipeline unknown.
+    # allowed, and every key of the pipeline unknown. Then one error, exit 2, where
+    # `run` given an evaluation said its CD818 with exit 3: now both are usage errors.
     _folder(tmp_path, "cases.jsonl", _JSONL)
     with pytest.raises(PipelineInvalid) as caught:
         read_eval_file(tmp_path / name)
     (only,) = caught.value.diagnostics
     assert (only.code, only.message) == (
         codes.EVAL_NOT_EVALUATION,
-        f"this is a {kind} file, not an evaluation (kind: Evaluation)",
+        f"this is {said}, not an evaluation file",
     )
+    assert caught.value.exit_code == 3
     assert only.line == next(
         n
         for n, line in enumerate((tmp_path / name).read_text().splitlines(), 1)

@@ -311,8 +311,15 @@ def test_a_refusal_that_ran_scores_0_and_is_a_failed_expectation(
     said = "expected its run to be refused (usage_error); it stopped with converged"
     assert unmet.find_element("css selector", ".error-case").text == f"probe\n{said}"
     worst = browser.find_element("id", "worst").find_elements("css selector", "tbody tr")
-    assert [row.text.split() for row in worst] == [["probe", "0.000"]]
+    # below 1 on: why (it was empty, no metric scoring it)
+    assert [row.text.split() for row in worst] == [["probe", "0.000", "failed", "expectation"]]
     rows = visible_rows(browser, "#cases .row")
     means = [row.find_elements("css selector", "span")[2].text for row in rows]
     assert means == ["1.000", "0.000"]
+    # its sentence in the wide column, as an error's: the narrow one cut it and its header
+    widths = browser.execute_script(
+        "return Array.prototype.map.call(document.querySelectorAll('#cases .row')[1].children,"
+        " function (c) { return [c.className, c.scrollWidth <= c.clientWidth]; });"
+    )
+    assert [whole for kind, whole in widths if "c-w" in kind] == [True]
     browser.save_screenshot(str(artifacts / "eval-failed-expectation.png"))

@@ -126,7 +126,7 @@
     var wt = table(["case", "mean", "below 1 on"], [false, true, false]);
     worst.forEach(function (c) {
       var tr = el("tr", "pick");
-      add(tr, add(el("td"), el("div", "few", c.name)), el("td", "num", fix3(meanOf(c))), add(el("td"), el("div", "few", failing(c).join(", "))));
+      add(tr, add(el("td"), el("div", "few", c.name)), el("td", "num", fix3(meanOf(c))), add(el("td"), el("div", "few", failing(c).concat(c.failed_expectation ? ["failed expectation"] : []).join(", "))));
       pickable(tr, "case " + c.name, c, caseLead.bind(null, c));
       wt.body.appendChild(tr);
     });
@@ -215,7 +215,7 @@
   cs2.appendChild(ctools);
   function scoreClass(v) { return v === null || v === undefined ? "sn" : scoreOf(v) === null ? "" : v === 1 ? "s1" : v === 0 ? "s0" : "sp"; }
   var caseList = vtable(cs2, ["case", "stop reason", "mean"].concat(names, extraCols),
-    ["c-case", "c-stop", "c-num"].concat(names.map(function () { return "c-num c-metric-score"; }), extraCols.map(function (k) { return k === "error" ? "c-w" : "c-extra"; })),
+    ["c-case", "c-stop", "c-num"].concat(names.map(function () { return "c-num c-metric-score"; }), extraCols.map(function (k) { return k === "error" || k === "failed_expectation" ? "c-w" : "c-extra"; })),
     cases,
     function (c) {
       var scores = c.scores || {};
