@@ -242,6 +242,29 @@ _TAKEN_BY = {
 }
 
 
+# Each kind's schema: a document that has a top-level key of the wanted kind's that the
+# kind it says has not is the wanted kind with a wrong `kind` (a pipeline saying
+# `kind: Evaluation`), and the loader says all its errors rather than one refusal.
+_SCHEMAS = {
+    PIPELINE: "pipeline.v1.json",
+    EVALUATION: "eval.v1.json",
+    "PipelineTest": "pipeline-test.v1.json",
+    RUN_CONFIG: "run-config.v1.json",
+    PACK: "pack.v1.json",
+    "ModelScript": "model-script.v1.json",
+}
+
+
+@functools.cache
+def _top_keys(kind: str) -> frozenset[str]:
+    import json
+
+    from converge_dsl._resources import read_schema_text
+
+    schema = json.loads(read_schema_text(_SCHEMAS[kind]))
+    return frozenset(schema.get("properties", {}))
+
+
 def kind_named(kind: str) -> str:
     """What a file of `kind` is, in words (`an evaluation file`)."""
     return _TAKEN_BY[kind][0]
@@ -264,11 +287,14 @@ class OtherKind(PipelineInvalid):
 def refuse_other_kind(document: LoadedDocument, wanted: str) -> None:
     """Raise `OtherKind` when the loaded `document`, given where a file of kind `wanted`
     (`PIPELINE`, `EVALUATION`) goes, says at its top it is another kind of ours
-    (`_TAKEN_BY`), naming what takes it. A kind merged in, or a top-level `apiVersion`
-    of another tool (Tekton's `kind: PipelineTest`), is left to the loader's checks."""
+    (`_TAKEN_BY`), naming what takes it. A kind merged in, a top-level `apiVersion` of
+    another tool (Tekton's `kind: PipelineTest`), or a key of `wanted`'s that the kind
+    said has not (`_top_keys`), is left to the loader's checks."""
     data = document.data
     kind = data.get("kind") if isinstance(data, dict) else None
     if not isinstance(kind, str) or kind == wanted or kind not in _TAKEN_BY:
+        return
+    if not (_top_keys(wanted) - _top_keys(kind)).isdisjoint(data):
         return
     api = data.get("apiVersion") if isinstance(data, dict) else None
     if isinstance(api, str) and _OTHER_API.search(f"apiVersion: {api}") is not None:

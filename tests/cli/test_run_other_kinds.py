@@ -100,3 +100,32 @@ def test_a_pipeline_given_to_eval_is_the_same_usage_error(tmp_path: Path) -> Non
     code, out, err = _run_command("eval", "pipelines/support-triage/ticket.yaml")
     assert code == 3, out + err
     assert (out + err).startswith("error[CD341]: this is a pipeline (kind: Pipeline), not an ")
+
+
+def test_a_pipeline_with_a_wrong_kind_gets_all_its_errors(tmp_path: Path) -> None:
+    # A pipeline saying `kind: Evaluation` was one CD818 ("run it with eval"), which
+    # hid its other mistakes; `eval` then gave ten schema errors.
+    text = (ROOT / "pipelines/support-triage/ticket.yaml").read_text(encoding="utf-8")
+    assert "\nkind: Pipeline\n" in text
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(
+        text.replace("\nkind: Pipeline\n", "\nkind: Evaluation\nmax_cycels: 3\n"),
+        encoding="utf-8",
+    )
+    for command in ("run", "plan", "graph"):
+        code, _, err = _run_command(command, str(pipeline))
+        assert code == 2, err
+        assert "CD818" not in err
+        assert "error[CD103]" in err
+        assert "max_cycels" in err
+
+
+def test_an_evaluation_with_a_wrong_kind_gets_its_schemas_errors(tmp_path: Path) -> None:
+    text = (ROOT / "pipelines/support-triage/triage.eval.yaml").read_text(encoding="utf-8")
+    assert "\nkind: Evaluation\n" in text
+    evaluation = tmp_path / "e.eval.yaml"
+    evaluation.write_text(text.replace("\nkind: Evaluation\n", "\nkind: Pipeline\n"), "utf-8")
+    code, out, err = _run_command("eval", str(evaluation))
+    assert code == 2, out + err
+    assert "CD341" not in out + err
+    assert "CD103" in out + err
