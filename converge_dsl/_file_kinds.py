@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -142,13 +143,19 @@ def _made_as_loaded(plain: str) -> None:
             constructor.recursive_objects.clear()  # a scalar that failed is left there
 
 
-@functools.cache
 def _scalar_reader() -> tuple[Any, Any]:
-    """One resolver and one safe constructor for every plain scalar `_made_as_loaded`
-    makes, each forgotten once made."""
-    from converge_dsl._pyyaml import yaml
+    """A resolver and a safe constructor for every plain scalar `_made_as_loaded` makes,
+    each forgotten once made: one pair a thread, as a constructor keeps the nodes it is
+    making (the language server reads kinds on several threads)."""
+    pair: tuple[Any, Any] | None = getattr(_READERS, "pair", None)
+    if pair is None:
+        from converge_dsl._pyyaml import yaml
 
-    return yaml.resolver.Resolver(), yaml.constructor.SafeConstructor()
+        pair = _READERS.pair = yaml.resolver.Resolver(), yaml.constructor.SafeConstructor()
+    return pair
+
+
+_READERS = threading.local()
 
 
 _UNREAD, _NOT_OURS = object(), object()

@@ -75,3 +75,34 @@ def test_a_plain_pipeline_is_read_from_its_events_alone(
 
     monkeypatch.setattr(converge_dsl._pyyaml.yaml, "load", no_load)
     assert file_kind(path) == "Pipeline"
+
+
+def test_plain_scalars_are_made_alike_on_several_threads() -> None:
+    # One constructor served every thread: one thread's cleanup wiped the node another
+    # was making, and reading a kind raised KeyError (about 50 in 80,000 reads).
+    import sys
+    import threading
+
+    from converge_dsl._file_kinds import _made_as_loaded
+
+    failures: list[BaseException] = []
+    texts = ["12345", "2024-01-01", "-7", "0x1f"]
+
+    def read() -> None:
+        for i in range(6000):
+            try:
+                _made_as_loaded(texts[i % len(texts)])
+            except Exception as exc:  # any failure is the finding
+                failures.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=read) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []
