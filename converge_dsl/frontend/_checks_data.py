@@ -214,7 +214,9 @@ def _item_for(site: TemplateSite, items: Mapping[JsonPath, Any]) -> Any:
     return items.get(site.path[:-1]) if "item" in site.names else None
 
 
-_Mark = tuple[int, int]  # (start, end) of a finding's text in its template
+# (start, end) of a finding's text in its template, and the end of its first literal
+# (joined literals, marked by the first alone when they cross a line of the file)
+_Mark = tuple[int, int, int]
 
 
 class _Locator:
@@ -251,7 +253,11 @@ class _Locator:
             mark = self.anywhere[needle]
         if mark is None:
             return document.template_span(path, lineno)
-        return document.text_span(path, text, *mark)
+        start, end, first_end = mark
+        if first_end < end:  # joined literals: whole when they are on one line of the file
+            whole = document.offset_span(path, text, start, end)
+            return whole if whole is not None else document.text_span(path, text, start, first_end)
+        return document.text_span(path, text, start, end)
 
 
 # Jinja's number tokens (its lexer's `float_re`, tried first, and `integer_re`)
@@ -285,7 +291,7 @@ def _marks(text: str, needle: str, begin: int) -> Iterator[_Mark]:
         written = _WORDS.get(needle) or re.escape(needle)
         pattern = rf"(?<![\w])(?P<mark>{written})(?![\w])"
     for match in re.compile(pattern).finditer(text, begin):
-        yield match.span("mark")
+        yield (*match.span("mark"), match.end("mark"))
 
 
 def _numbers(text: str, value: str, begin: int) -> Iterator[_Mark]:
@@ -296,7 +302,7 @@ def _numbers(text: str, value: str, begin: int) -> Iterator[_Mark]:
         written = match[0].replace("_", "")
         found = float(written) if match["float"] else int(written, 0)
         if type(found) is type(want) and found == want:
-            yield match.span()
+            yield (*match.span(), match.end())
 
 
 def constant_data(facts: PipelineFacts) -> Iterator[Diagnostic]:

@@ -497,3 +497,27 @@ def test_a_needle_not_found_is_searched_for_once_whatever_the_findings(
         for needle in ("'b'", "=True"):
             assert locate(1, needle, occurrence) == "the line"
     assert sorted(searches) == ["'b'", "'b'", "=True", "=True"]  # its line's, then all
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        ">\n          {{ fact('tickets','t1').data['cat' ~\n          'egry'] }}",
+        "\"{{ fact('tickets','t1').data['cat' ~\n          'egry'] }}\"",
+        "x {{ fact('tickets','t1').data['cat' ~\n          'egry'] }}",
+    ],
+    ids=["folded", "double-quoted", "plain"],
+)
+def test_a_field_joined_across_lines_of_a_folding_scalar_is_marked_on_its_first_literal(
+    content: str,
+) -> None:
+    """Before, a folded or flow scalar's line break is a space of the template: the span
+    from the first quote to the last crossed the file's lines, and the caret covered the
+    whole first line."""
+    rule = (
+        "  - name: r\n    kind: rule\n    dependencies: [tickets]\n    when: 'true'\n"
+        f"    emit:\n      - key: strategies\n        id: s\n        content: {content}\n"
+    )
+    (found,) = _found(_diagnostics(rule))
+    line = (TICKETS + rule).splitlines()[found[1] - 1]
+    assert line[found[2] - 1 :] == "'cat' ~"
