@@ -446,13 +446,17 @@ def test_a_field_joined_across_lines_is_marked_on_its_first_literal(wrap: str) -
     data = "fact('tickets','t1').data"
     template = wrap.format(f"{{{{ {data}['cat' ~\n 'egry'] }}}}")
     body = "\n".join("          " + line for line in template.split("\n"))
+    assert _first_literal_marked(f"|\n{body}") == "'cat' ~"
+
+
+def _first_literal_marked(content: str) -> str:
+    """The text from the caret of the one data finding of `content` to its line's end."""
     rule = (
         "  - name: r\n    kind: rule\n    dependencies: [tickets]\n    when: 'true'\n"
-        f"    emit:\n      - key: strategies\n        id: s\n        content: |\n{body}\n"
+        f"    emit:\n      - key: strategies\n        id: s\n        content: {content}\n"
     )
     (found,) = _found(_diagnostics(rule))
-    line = (TICKETS + rule).splitlines()[found[1] - 1]
-    assert line[found[2] - 1 :] == "'cat' ~"
+    return (TICKETS + rule).splitlines()[found[1] - 1][found[2] - 1 :]
 
 
 @pytest.mark.parametrize(
@@ -514,10 +518,4 @@ def test_a_field_joined_across_lines_of_a_folding_scalar_is_marked_on_its_first_
     """Before, a folded or flow scalar's line break is a space of the template: the span
     from the first quote to the last crossed the file's lines, and the caret covered the
     whole first line."""
-    rule = (
-        "  - name: r\n    kind: rule\n    dependencies: [tickets]\n    when: 'true'\n"
-        f"    emit:\n      - key: strategies\n        id: s\n        content: {content}\n"
-    )
-    (found,) = _found(_diagnostics(rule))
-    line = (TICKETS + rule).splitlines()[found[1] - 1]
-    assert line[found[2] - 1 :] == "'cat' ~"
+    assert _first_literal_marked(content) == "'cat' ~"
