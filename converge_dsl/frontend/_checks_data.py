@@ -214,7 +214,9 @@ def _item_for(site: TemplateSite, items: Mapping[JsonPath, Any]) -> Any:
     return items.get(site.path[:-1]) if "item" in site.names else None
 
 
-_Mark = tuple[int, int]  # (start, end) of a finding's text in its template
+# (start, end) of a finding's text in its template, and the end of its first literal
+# (joined literals, marked by the first alone when they cross a line of the file)
+_Mark = tuple[int, int, int]
 
 
 class _Locator:
@@ -224,7 +226,8 @@ class _Locator:
     then the first anywhere), mapped through the source map; the field name or the
     literal is marked (`[field`: the subscript's literal, or its joined literals, that
     make `field`). The marks of a (line, needle) are found once, as far as a finding
-    asks, so n findings of one line read it once, not n times."""
+    asks, and the first anywhere once per needle, so n findings of one line read it
+    once, not n times."""
 
     def __init__(self, facts: PipelineFacts, site: TemplateSite) -> None:
         self.facts = facts
@@ -232,20 +235,39 @@ class _Locator:
         self.starts = [0]  # the offset of each line's start, as far as read
         # (line, needle) -> its marks found so far, and the search that finds the rest
         self.found: dict[tuple[int, str], tuple[list[_Mark], Iterator[_Mark]]] = {}
+        self.anywhere: dict[str, _Mark | None] = {}  # needle -> its first mark, if any
 
     def __call__(self, lineno: int, needle: str, occurrence: int) -> SourceSpan:
-        text = self.site.text
+        text, path, document = self.site.text, self.site.path, self.facts.document
         while len(self.starts) < lineno:
             self.starts.append(text.find("\n", self.starts[-1]) + 1 or len(text))
-        marks, rest = self.found.setdefault(
-            (lineno, needle), ([], _marks(text, needle, self.starts[lineno - 1]))
-        )
+        if (lineno, needle) not in self.found:
+            self.found[lineno, needle] = ([], _marks(text, needle, self.starts[lineno - 1]))
+        marks, rest = self.found[lineno, needle]
         marks.extend(islice(rest, max(0, occurrence + 1 - len(marks))))
-        mark = marks[min(occurrence, len(marks) - 1)] if marks else None
-        mark = mark or next(_marks(text, needle, 0), None)
+        if marks:
+            mark: _Mark | None = marks[min(occurrence, len(marks) - 1)]
+        else:
+            if needle not in self.anywhere:
+                self.anywhere[needle] = next(_marks(text, needle, 0), None)
+            mark = self.anywhere[needle]
         if mark is None:
-            return self.facts.document.template_span(self.site.path, lineno)
-        return self.facts.document.text_span(self.site.path, text, *mark)
+            return document.template_span(path, lineno)
+        start, end, first_end = mark
+        if first_end < end:  # joined literals: whole when they are on one line of the file
+            whole = document.offset_span(path, text, start, end)
+            return whole if whole is not None else document.text_span(path, text, start, first_end)
+        return document.text_span(path, text, start, end)
+
+
+# Jinja's number tokens (its lexer's `float_re`, tried first, and `integer_re`)
+_NUMBER = re.compile(
+    r"(?<![\w.])(?:(?P<float>(?:\d+_)*\d+(?:(?:\.(?:\d+_)*\d+)?e[+\-]?(?:\d+_)*\d+"
+    r"|\.(?:\d+_)*\d+))|(?P<integer>0b(?:_?[01])+|0o(?:_?[0-7])+|0x(?:_?[\da-f])+"
+    r"|[1-9](?:_?\d)*|0(?:_?0)*))(?![\w.])",
+    re.IGNORECASE,
+)
+_WORDS = {"=True": "true|True", "=False": "false|False", "=None": "none|None"}
 
 
 def _marks(text: str, needle: str, begin: int) -> Iterator[_Mark]:
@@ -258,14 +280,29 @@ def _marks(text: str, needle: str, begin: int) -> Iterator[_Mark]:
             if found is not None:
                 yield found
         return
+    if needle.startswith("=") and needle not in _WORDS:
+        yield from _numbers(text, needle[1:], begin)
+        return
     if needle.startswith("."):
         pattern = rf"\.\s*(?P<mark>{re.escape(needle[1:])})(?!\w)"
     elif needle.startswith("'"):
         pattern = rf"(?P<mark>(?P<q>['\"]){re.escape(needle[1:-1])}(?P=q))"
     else:
-        pattern = rf"(?<![\w])(?P<mark>{re.escape(needle)})(?![\w])"
+        written = _WORDS.get(needle) or re.escape(needle)
+        pattern = rf"(?<![\w])(?P<mark>{written})(?![\w])"
     for match in re.compile(pattern).finditer(text, begin):
-        yield match.span("mark")
+        yield (*match.span("mark"), match.end("mark"))
+
+
+def _numbers(text: str, value: str, begin: int) -> Iterator[_Mark]:
+    """Where the number `value` (`str` of Jinja's value) is written from `begin` on, as
+    Jinja reads its number tokens: `2.50` is 2.5, `1_0` and `0xa` are 10."""
+    want: float = float(value) if "." in value or "e" in value else int(value)
+    for match in _NUMBER.finditer(text, begin):
+        written = match[0].replace("_", "")
+        found = float(written) if match["float"] else int(written, 0)
+        if type(found) is type(want) and found == want:
+            yield (*match.span(), match.end())
 
 
 def constant_data(facts: PipelineFacts) -> Iterator[Diagnostic]:

@@ -528,8 +528,9 @@ def _names(target: Any) -> list[str]:
 
 
 def _literal_needle(value: object) -> str:
-    """The text to find for a literal: a string's in quotes (`'bill'`), else as written."""
-    return repr(value) if isinstance(value, str) else str(value)
+    """The text to find for a literal: a string's in quotes (`'bill'`), else its value
+    after `=` (`=True`, `=2.5`), found however Jinja lets it be written (`true`, `2.50`)."""
+    return repr(value) if isinstance(value, str) else f"={value}"
 
 
 def _needle(name: str, mark: str) -> str:

@@ -11,7 +11,8 @@ other computed key is.
 `argument(text, start)` reads a key's argument in a template's text (for the
 diagnostic's caret), one literal or joined ones, escapes read as Jinja reads
 them: from just after the call's `(` or the item's `[`; `span(text, start,
-key)` is where it is when it makes `key`.
+key)` is where it is when it makes `key`, with the end of its first literal, for a
+caller that maps it to the file and finds it crosses a line there.
 """
 
 from __future__ import annotations
@@ -84,11 +85,17 @@ def join(found: Parts, literals: tuple[object, ...]) -> str | None:
 _PIECE = re.compile(rf"\s*(?:(?P<text>{LITERAL})|(?P<op>[~+])|(?P<open>\()|(?P<close>[)\],]))")
 
 
-def span(text: str, start: int, key: str) -> tuple[int, int] | None:
-    """(start, end) in `text` of the argument that begins at `start` when it is string
-    literals that make `key` and nothing else (`argument`); else None."""
-    found = argument(text, start)
-    return found[1] if found is not None and found[0] == key else None
+def span(text: str, start: int, key: str) -> tuple[int, int, int] | None:
+    """(start, end, end of the first literal) in `text` of the argument that begins at
+    `start` when it is string literals that make `key` and nothing else (`argument`): the
+    joined literals from the first quote to the last, whatever lines they are on (a
+    folded scalar's line breaks are spaces of `text`: only the file tells), and the first
+    literal with its quotes; one literal's characters inside its quotes, twice; else
+    None."""
+    found = _read(text, start)
+    if found is None or found[0] != key:
+        return None
+    return found[1:]
 
 
 def argument(text: str, start: int) -> tuple[str, tuple[int, int]] | None:
@@ -96,9 +103,19 @@ def argument(text: str, start: int) -> tuple[str, tuple[int, int]] | None:
     it is string literals (one, or joined by `~` and `+`) and nothing else, up to the
     argument's end (a `)`, `]` or `,` outside their parentheses): one literal's characters
     inside its quotes, or the joined literals from the first quote to the last (the first
-    literal with its quotes when they cross a line); else None.
+    literal with its quotes when they cross a line of `text`); else None.
     It reads at most `MAX_NODES` pieces, whatever follows, and `MAX_PARTS` literals, as
     `parts` does."""
+    found = _read(text, start)
+    if found is None:
+        return None
+    key, first, last, first_end = found
+    # joined literals across lines are marked by the first, which a caret shows on its line
+    return key, (first, first_end if "\n" in text[first:last] else last)
+
+
+def _read(text: str, start: int) -> tuple[str, int, int, int] | None:
+    """(key, start, end, end of the first literal) of the argument at `start` (`span`)."""
     values: list[str] = []
     first = first_end = last = -1
     depth = 0
@@ -128,6 +145,5 @@ def argument(text: str, start: int) -> tuple[str, tuple[int, int]] | None:
     if not values:
         return None
     if len(values) == 1:
-        return values[0], (first + 1, last - 1)
-    # joined literals across lines are marked by the first, which a caret shows on its line
-    return "".join(values), (first, first_end if "\n" in text[first:last] else last)
+        return values[0], first + 1, last - 1, last - 1
+    return "".join(values), first, last, first_end

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic
-from converge_dsl.frontend import check_document, load_text
+from converge_dsl.frontend import _checks_data, check_document, load_text
 from converge_dsl.frontend._dataschema import DataShape
 from converge_dsl.frontend._templates import template_problems
 
@@ -445,10 +446,76 @@ def test_a_field_joined_across_lines_is_marked_on_its_first_literal(wrap: str) -
     data = "fact('tickets','t1').data"
     template = wrap.format(f"{{{{ {data}['cat' ~\n 'egry'] }}}}")
     body = "\n".join("          " + line for line in template.split("\n"))
+    assert _first_literal_marked(f"|\n{body}") == "'cat' ~"
+
+
+def _first_literal_marked(content: str) -> str:
+    """The text from the caret of the one data finding of `content` to its line's end."""
     rule = (
         "  - name: r\n    kind: rule\n    dependencies: [tickets]\n    when: 'true'\n"
-        f"    emit:\n      - key: strategies\n        id: s\n        content: |\n{body}\n"
+        f"    emit:\n      - key: strategies\n        id: s\n        content: {content}\n"
     )
     (found,) = _found(_diagnostics(rule))
-    line = (TICKETS + rule).splitlines()[found[1] - 1]
-    assert line[found[2] - 1 :] == "'cat' ~"
+    return (TICKETS + rule).splitlines()[found[1] - 1][found[2] - 1 :]
+
+
+@pytest.mark.parametrize(
+    "literal", ["true", "True", "none", "2.50", "1_0", "0x10", "1e3", "1_0.2_5"]
+)
+@pytest.mark.parametrize("wrap", ["{}", "{{% if true %}}{}{{% endif %}}"], ids=["fast", "jinja"])
+def test_a_literal_written_otherwise_than_python_writes_it_has_its_own_caret(
+    wrap: str, literal: str
+) -> None:
+    """Before, `== true` or `== 2.50` (Python's `True`, `2.5`) was not found in the
+    template, and the caret covered the whole template."""
+    data = "facts.tickets[0].data"
+    template = wrap.format(f"{{{{ {data}.urgency }}}} {{{{ {data}.category == {literal} }}}}")
+    (found,) = [d for d in _diagnostics(_rule(template)) if d.code == codes.OUTSIDE_ENUM]
+    line = (TICKETS + _rule(template)).splitlines()[found.line - 1]
+    assert line[found.column - 1 : found.end_column - 1] == literal
+    assert line[: found.column - 1].endswith("== ")
+
+
+class _Document:
+    def template_span(self, path: Any, lineno: int) -> str:
+        return "the line"
+
+
+def test_a_needle_not_found_is_searched_for_once_whatever_the_findings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before, each finding whose text was not on its line searched the whole template
+    again: 4000 findings of one line took seconds."""
+    searches: list[str] = []
+    marks = _checks_data._marks
+
+    def counted(text: str, needle: str, begin: int) -> Any:
+        searches.append(needle)
+        return marks(text, needle, begin)
+
+    monkeypatch.setattr(_checks_data, "_marks", counted)
+    facts = SimpleNamespace(document=_Document())
+    site = SimpleNamespace(text="{{ x == 'a' }}\n" * 500, path=("p",))
+    locate = _checks_data._Locator(facts, site)  # type: ignore[arg-type]
+    for occurrence in range(1000):
+        for needle in ("'b'", "=True"):
+            assert locate(1, needle, occurrence) == "the line"
+    assert sorted(searches) == ["'b'", "'b'", "=True", "=True"]  # its line's, then all
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        ">\n          {{ fact('tickets','t1').data['cat' ~\n          'egry'] }}",
+        "\"{{ fact('tickets','t1').data['cat' ~\n          'egry'] }}\"",
+        "x {{ fact('tickets','t1').data['cat' ~\n          'egry'] }}",
+    ],
+    ids=["folded", "double-quoted", "plain"],
+)
+def test_a_field_joined_across_lines_of_a_folding_scalar_is_marked_on_its_first_literal(
+    content: str,
+) -> None:
+    """Before, a folded or flow scalar's line break is a space of the template: the span
+    from the first quote to the last crossed the file's lines, and the caret covered the
+    whole first line."""
+    assert _first_literal_marked(content) == "'cat' ~"

@@ -145,7 +145,9 @@ def test_hostile_joins_are_read_quickly(text: str, key: str | None) -> None:
 
 def test_the_span_of_a_joined_key_stops_at_its_argument() -> None:
     text = "count(('no' ~ 'tes')) ~ 'x'"
-    assert _joined_keys.span(text, len("count("), "notes") == (7, 19)
+    assert _joined_keys.span(text, len("count("), "notes") == (7, 19, 11)  # and 'no' ends
+    assert _joined_keys.span("['a' ~\n 'bx']", 1, "abx") == (1, 12, 4)  # whatever lines
+    assert _joined_keys.span("['abx']", 1, "abx") == (2, 5, 5)
     assert _joined_keys.span(text, len("count("), "notesx") is None
     assert _joined_keys.span("count(" + "(" * 10_000, 6, "a") is None
 
