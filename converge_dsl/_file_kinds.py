@@ -231,34 +231,30 @@ def says_pipeline(path: Path) -> bool:
     return says_ours(path, "Pipeline") and file_kind(path) == PIPELINE
 
 
-# What each kind of ours is, and how it is used (FILE: the file given): what a command
-# given another kind than the one it takes says (`refuse_other_kind`, `kind_named`).
-_TAKEN_BY = {
-    PIPELINE: ("a pipeline", "run it with `converge-dsl run FILE`"),
-    EVALUATION: ("an evaluation file", "run it with `converge-dsl eval FILE`"),
-    "PipelineTest": ("a pipeline test file", "run it with `converge-dsl test FILE`"),
+# What each kind of ours is, how it is used (FILE: the file given), and its schema: what
+# a command given another kind than the one it takes says (`refuse_other_kind`,
+# `kind_named`). A document with a top-level key of the wanted kind's schema that the kind
+# it says has not is the wanted kind with a wrong `kind` (a pipeline saying `kind:
+# Evaluation`), and the loader says all its errors rather than one refusal.
+_KINDS = {
+    PIPELINE: ("a pipeline", "run it with `converge-dsl run FILE`", "pipeline.v1.json"),
+    EVALUATION: ("an evaluation file", "run it with `converge-dsl eval FILE`", "eval.v1.json"),
+    "PipelineTest": (
+        "a pipeline test file",
+        "run it with `converge-dsl test FILE`",
+        "pipeline-test.v1.json",
+    ),
     RUN_CONFIG: (
         "a run configuration",
         "give it to a run of a pipeline: `converge-dsl run PIPELINE --config FILE`",
+        "run-config.v1.json",
     ),
-    PACK: ("a pack manifest", "a pipeline uses its pack under `packs:`"),
+    PACK: ("a pack manifest", "a pipeline uses its pack under `packs:`", "pack.v1.json"),
     "ModelScript": (
         "a model script",
         "a pipeline's model answers from it: `adapter: scripted, script: FILE`",
+        "model-script.v1.json",
     ),
-}
-
-
-# Each kind's schema: a document that has a top-level key of the wanted kind's that the
-# kind it says has not is the wanted kind with a wrong `kind` (a pipeline saying
-# `kind: Evaluation`), and the loader says all its errors rather than one refusal.
-_SCHEMAS = {
-    PIPELINE: "pipeline.v1.json",
-    EVALUATION: "eval.v1.json",
-    "PipelineTest": "pipeline-test.v1.json",
-    RUN_CONFIG: "run-config.v1.json",
-    PACK: "pack.v1.json",
-    "ModelScript": "model-script.v1.json",
 }
 
 
@@ -268,13 +264,13 @@ def _top_keys(kind: str) -> frozenset[str]:
 
     from converge_dsl._resources import read_schema_text
 
-    schema = json.loads(read_schema_text(_SCHEMAS[kind]))
+    schema = json.loads(read_schema_text(_KINDS[kind][2]))
     return frozenset(schema.get("properties", {}))
 
 
 def kind_named(kind: str) -> str:
     """What a file of `kind` is, in words (`an evaluation file`)."""
-    return _TAKEN_BY[kind][0]
+    return _KINDS[kind][0]
 
 
 class OtherKind(PipelineInvalid):
@@ -294,23 +290,25 @@ class OtherKind(PipelineInvalid):
 def refuse_other_kind(document: LoadedDocument, wanted: str) -> None:
     """Raise `OtherKind` when the loaded `document`, given where a file of kind `wanted`
     (`PIPELINE`, `EVALUATION`) goes, says at its top it is another kind of ours
-    (`_TAKEN_BY`), naming what takes it. A kind merged in, a top-level `apiVersion` of
+    (`_KINDS`), naming what takes it. A kind merged in, a top-level `apiVersion` of
     another tool (Tekton's `kind: PipelineTest`), or a key of `wanted`'s that the kind
     said has not (`_top_keys`), is left to the loader's checks."""
     data = document.data
-    kind = data.get("kind") if isinstance(data, dict) else None
-    if not isinstance(kind, str) or kind == wanted or kind not in _TAKEN_BY:
+    if not isinstance(data, dict):
+        return
+    kind = data.get("kind")
+    if not isinstance(kind, str) or kind == wanted or kind not in _KINDS:
         return
     if not (_top_keys(wanted) - _top_keys(kind)).isdisjoint(data):
         return
-    api = data.get("apiVersion") if isinstance(data, dict) else None
+    api = data.get("apiVersion")
     if isinstance(api, str) and _OTHER_API.search(f"apiVersion: {api}") is not None:
         return
     if document.source_map.get(("kind",)) is None:
         return
     from converge_dsl._escapes import shell_word
 
-    what, how = _TAKEN_BY[kind]
+    what, how, _ = _KINDS[kind]
     code = codes.NOT_A_PIPELINE if wanted == PIPELINE else codes.EVAL_NOT_EVALUATION
     raise OtherKind(
         document.source_map.diagnostic(
