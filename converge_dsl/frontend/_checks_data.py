@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from itertools import islice
@@ -260,13 +261,18 @@ class _Locator:
         return document.text_span(path, text, start, end)
 
 
-# Jinja's number tokens (its lexer's `float_re`, tried first, and `integer_re`)
-_NUMBER = re.compile(
-    r"(?<![\w.])(?:(?P<float>(?:\d+_)*\d+(?:(?:\.(?:\d+_)*\d+)?e[+\-]?(?:\d+_)*\d+"
-    r"|\.(?:\d+_)*\d+))|(?P<integer>0b(?:_?[01])+|0o(?:_?[0-7])+|0x(?:_?[\da-f])+"
-    r"|[1-9](?:_?\d)*|0(?:_?0)*))(?![\w.])",
-    re.IGNORECASE,
-)
+@functools.cache
+def _number_tokens() -> re.Pattern[str]:
+    """Jinja's own number tokens (its lexer's `float_re`, tried first, and `integer_re`),
+    each standing alone."""
+    from jinja2.lexer import float_re, integer_re
+
+    return re.compile(
+        rf"(?<![\w.])(?:(?P<float>{float_re.pattern})|(?P<integer>{integer_re.pattern}))(?![\w.])",
+        float_re.flags,
+    )
+
+
 _WORDS = {"=True": "true|True", "=False": "false|False", "=None": "none|None"}
 
 
@@ -298,7 +304,7 @@ def _numbers(text: str, value: str, begin: int) -> Iterator[_Mark]:
     """Where the number `value` (`str` of Jinja's value) is written from `begin` on, as
     Jinja reads its number tokens: `2.50` is 2.5, `1_0` and `0xa` are 10."""
     want: float = float(value) if "." in value or "e" in value else int(value)
-    for match in _NUMBER.finditer(text, begin):
+    for match in _number_tokens().finditer(text, begin):
         written = match[0].replace("_", "")
         found = float(written) if match["float"] else int(written, 0)
         if type(found) is type(want) and found == want:
