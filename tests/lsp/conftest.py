@@ -112,6 +112,31 @@ def at(text: str, needle: str, offset: int = 0) -> lsp.Position:
     return lsp.Position(line, index - (text.rfind("\n", 0, index) + 1))
 
 
+def large_pipeline(rules: int) -> str:
+    """A valid pipeline of `rules` rules (about 8 lines each), `rule-0` to `rule-<rules - 1>`."""
+    return _LARGE_HEAD + "".join(_LARGE_RULE.format(i=i) for i in range(rules))
+
+
+_LARGE_HEAD = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: large
+seeds:
+  - {id: market, content: "Nordic logistics"}
+suggestors:
+"""
+_LARGE_RULE = """\
+  - name: rule-{i}
+    kind: rule
+    dependencies: [seeds]
+    when: "count('seeds') >= {i} and not has('strategies')"
+    emit:
+      - key: strategies
+        id: "strategy-{i}"
+        content: "Act on {{{{ facts.seeds | map(attribute='content') | join(', ') }}}}"
+"""
+
+
 # The version each file's diagnostics were last published for, per client.
 VERSIONS: dict[int, dict[str, int | None]] = {}
 
