@@ -2,11 +2,15 @@
 
 `Scheduler` keeps one pending check per file, an asyncio task. `replace(path, check)`
 makes `check` the pending one: an earlier one still waiting for the pause
-(`pause`, `debounce` seconds) is cancelled; one past it runs to its end, no longer
-the pending one (`is_pending` tells a check whether it still is, and so whether what
-it found may be published). A check's work runs in worker threads through
-`in_turn`: those of one file one at a time, those of different files side by side
-(`ANALYSES_AT_ONCE`). `settle` waits until no check is pending or running.
+(`pause`, `debounce` seconds) is cancelled; one past it is superseded, as is one
+dropped (`drop`): no longer the pending one (`is_pending` tells a check whether it
+still is, and so whether what it found may be published), it stops where it can.
+A check's work runs in worker threads through `in_turn`: those of one file one at
+a time, those of different files side by side (`ANALYSES_AT_ONCE`). The work of a
+superseded check that has not started by its turn does not run, and work under
+way stops at its next `stop_point()` (called between its stages, in its thread):
+both raise `Superseded`, which the check ends with. `settle` waits until no check
+is pending or running.
 
 It knows nothing of what a check does: the server makes the checks (`_server`).
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,6 +31,11 @@ from typing import TypeVar
 ANALYSES_AT_ONCE = 4
 
 _T = TypeVar("_T")
+
+
+class Superseded(Exception):
+    """The running check has been superseded: replaced by a newer one, or dropped. Raised
+    by `Scheduler.in_turn` and its `stop_point`; never leaves the check it ends."""
 
 
 class Scheduler:
@@ -41,21 +51,28 @@ class Scheduler:
         )
         # One file's checks run one at a time: its lock, and how many checks hold or wait for it.
         self.turns: dict[Path, tuple[asyncio.Lock, int]] = {}
+        # Each check's flag, set (on the loop) when it is superseded and read by its work
+        # in a worker thread.
+        self._superseded: dict[asyncio.Task[None], threading.Event] = {}
 
     def replace(self, path: Path, check: Coroutine[None, None, None]) -> None:
         """Make `check` the pending check of `path`. An earlier one still waiting for the
-        pause is cancelled; one past it runs to its end, no longer the pending one."""
+        pause is cancelled; one past it is superseded."""
         self.drop(path)
         self._waiting.add(path)
-        self.pending[path] = asyncio.get_running_loop().create_task(check)
+        task = asyncio.get_running_loop().create_task(check)
+        self.pending[path] = task
+        self._superseded[task] = threading.Event()
+        task.add_done_callback(self._superseded.pop)
 
     def drop(self, path: Path) -> None:
         """`path` has no pending check: one still waiting for the pause is cancelled; one
-        past it runs to its end (`settle` waits for it), no longer the pending one."""
+        past it is superseded, and runs until it stops (`settle` waits for it)."""
         pending = self.pending.pop(path, None)
         if pending is not None and path in self._waiting:
             pending.cancel()
         elif pending is not None and not pending.done():
+            self._superseded[pending].set()
             self._finishing.add(pending)
             pending.add_done_callback(self._finishing.discard)
         self._waiting.discard(path)
@@ -78,14 +95,33 @@ class Scheduler:
         await asyncio.sleep(self.debounce)
         self._waiting.discard(path)
 
-    async def in_turn(self, path: Path, call: Callable[[], _T]) -> _T:
-        """`call()` in a worker thread once the checks of `path` before it have ended. The
+    def stop_point(self) -> Callable[[], None]:
+        """For the running check's work: a call that raises `Superseded` once the check has
+        been superseded, and else returns (thread-safe: the work calls it between stages)."""
+        task = asyncio.current_task()
+        flag = self._superseded.get(task) if task is not None else None
+
+        def stop_point() -> None:
+            if flag is not None and flag.is_set():
+                raise Superseded
+
+        return stop_point
+
+    async def in_turn(
+        self, path: Path, call: Callable[[], _T], *, superseded_too: bool = False
+    ) -> _T:
+        """`call()` in a worker thread once the checks of `path` before it have ended;
+        `Superseded` instead when the running check has been superseded by its turn, unless
+        `superseded_too` (work that must end: the editor model of what was published). The
         lock of `path` is kept while a check holds or waits for it, and dropped after the
         last (a lock's `locked()` is false between its release and the next waiter's turn)."""
         lock, users = self.turns.get(path, (asyncio.Lock(), 0))
         self.turns[path] = (lock, users + 1)
+        stop_point = self.stop_point()
         try:
             async with lock:
+                if not superseded_too:
+                    stop_point()
                 return await asyncio.get_running_loop().run_in_executor(self._worker, call)
         finally:
             lock, users = self.turns[path]

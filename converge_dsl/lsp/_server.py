@@ -7,7 +7,8 @@ event loop, in worker threads, so completion and hover answer while a large
 pipeline is checked; those of one file run one at a time, those of different
 files side by side (`_scheduler.Scheduler`), so a small document's diagnostics do
 not wait for a large one's analysis to end. An analysis whose text has been
-replaced by the time it ends is dropped, and the newer one publishes. A change to a file a
+replaced before it ends does not run, or stops between two of its stages, and the
+newer one publishes. A change to a file a
 pipeline reads (its model script, cassette, the lock file; open, saved or
 changed on disk) re-checks that pipeline; a model script or test opened
 before its pipeline finds it in its folder. An open test file shows its own
@@ -50,7 +51,7 @@ from converge_dsl.lsp._diagnostics import by_file
 from converge_dsl.lsp._document import Document
 from converge_dsl.lsp._params import strict_converter
 from converge_dsl.lsp._protocol import PipelineProtocol
-from converge_dsl.lsp._scheduler import Scheduler
+from converge_dsl.lsp._scheduler import Scheduler, Superseded
 from converge_dsl.lsp._wire import Frames, Output, read_frames
 from converge_dsl.lsp._workspace import Workspace
 
@@ -61,7 +62,8 @@ if TYPE_CHECKING:
 # sends in one burst (a paste, a multi-cursor edit, a completion with its edits) as
 # one text (they arrive within a few milliseconds of each other), short beside the
 # analysis itself (about 75 ms for 1,000 suggestors). Keystrokes come further apart
-# than any debounce worth having; a change during an analysis waits for it to end.
+# than any debounce worth having; a change during an analysis stops it at its next stage
+# (`_scheduler`).
 DEBOUNCE_S = 0.010
 
 # A code's explanation (`converge-dsl explain`'s text), given by the command line.
@@ -364,6 +366,8 @@ class PipelineServer(LanguageServer):
             found = await self.scheduler.in_turn(
                 path, functools.partial(check_test, path, text, display, open_texts, self.environ)
             )
+        except Superseded:
+            return  # replaced (the newer check publishes) or closed
         except Exception as exc:  # an editor keeps its server through any text
             self.window_log_message(
                 lsp.LogMessageParams(
@@ -415,6 +419,7 @@ class PipelineServer(LanguageServer):
                     previous=previous,
                     env=self.environ,
                     checks=self.checks,
+                    stop_point=self.scheduler.stop_point(),
                 ),
             )
             if not self.scheduler.is_pending(path) or self.state.text(path) != text:
@@ -427,7 +432,9 @@ class PipelineServer(LanguageServer):
                     self.schedule_test(test)
             # The editor model after the diagnostics: they are what the user waits for.
             model = functools.partial(with_facts, analysis)
-            analysis = await self.scheduler.in_turn(path, model)
+            analysis = await self.scheduler.in_turn(path, model, superseded_too=True)
+        except Superseded:
+            return  # a newer check publishes, or the file was closed
         except Exception as exc:  # an editor keeps its server through any text
             self.window_log_message(
                 lsp.LogMessageParams(

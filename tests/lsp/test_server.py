@@ -435,7 +435,8 @@ async def test_a_documents_analyses_never_overlap_across_a_close_and_reopen(
 ) -> None:
     """A close dropped the file's lock between one analysis's end and the waiting one's
     turn (a lock is not `locked()` then), and a quick reopen made a new lock: two analyses
-    of one file ran at once."""
+    of one file ran at once. The waiting one, dropped by the close, no longer runs; the
+    reopened text's analysis takes the turn after it."""
     server = build_server(debounce=0)
     server.text_document_publish_diagnostics = lambda params: None  # type: ignore[method-assign]
     real = _server.analyse
@@ -467,11 +468,12 @@ async def test_a_documents_analyses_never_overlap_across_a_close_and_reopen(
             await asyncio.sleep(0.01)
         server.opened(uri, text + "\n# 2\n", 2)  # the second waits for it
         await asyncio.sleep(0.05)
-        server.closed(uri)
-        gates[0].set()  # the first ends, the second takes the turn
+        server.closed(uri)  # the second is dropped
+        gates[0].set()  # the first ends, the second's turn passes
+        await asyncio.sleep(0.05)
+        server.opened(uri, text + "\n# 3\n", 3)  # the third takes the turn
         while calls[0] < 2:
             await asyncio.sleep(0.01)
-        server.opened(uri, text + "\n# 3\n", 3)  # the third waits for the second
         await asyncio.sleep(0.3)
         gates[1].set()
         await asyncio.wait_for(server.scheduler.settle(), 30)
@@ -480,4 +482,5 @@ async def test_a_documents_analyses_never_overlap_across_a_close_and_reopen(
             gate.set()
         server.scheduler.shutdown(wait=True)
     assert most[0] == 1
+    assert calls[0] == 2  # the first and the third
     assert server.scheduler.turns == {}
