@@ -33,7 +33,7 @@ from pathlib import Path
 from lsprotocol import types as lsp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lsp import Driver, _checkout, _opened  # the same client and server start
+from lsp import Driver, _opened, compared, copies  # the same client and server start
 from validate import generate  # the same generated pipeline
 
 
@@ -96,16 +96,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--before", type=Path, help="a checkout to compare with")
     args = parser.parse_args()
-    checkouts = {"after": _checkout()}
-    if args.before is not None:
-        checkouts = {"before": args.before.resolve(), **checkouts}
+    checkouts = compared(args.before)
     text = generate(args.suggestors)
     with tempfile.TemporaryDirectory() as folder:
-        paths = {}
-        for name in checkouts:  # a folder each: a server analyses what its folder holds
-            (Path(folder) / name).mkdir()
-            paths[name] = Path(folder) / name / f"replaced-{args.suggestors}.yaml"
-            paths[name].write_text(text, encoding="utf-8")
+        paths = copies(Path(folder), checkouts, f"replaced-{args.suggestors}.yaml", text)
         results = asyncio.run(_times(paths, checkouts, args.edits, args.gap, args.repeat))
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(
