@@ -378,6 +378,23 @@ def burst(suggestors: int, edits: int, repeat: int) -> None:
     print(f"lsp burst edit us: {wall * 1e6:.1f}  cpu us: {cpu}  document/pygls: {ratio}")
 
 
+def compared(before: Path | None) -> dict[str, Path]:
+    """The checkouts measured: this one ("after") and, when given, `before` first."""
+    checkouts = {"after": _checkout()}
+    return checkouts if before is None else {"before": before.resolve(), **checkouts}
+
+
+def copies(folder: Path, checkouts: dict[str, Path], file: str, text: str) -> dict[str, Path]:
+    """`text` written as `file` in a folder of `folder` for each checkout (a server analyses
+    what its folder holds): the path of each."""
+    paths = {}
+    for name in checkouts:
+        (folder / name).mkdir()
+        paths[name] = folder / name / file
+        paths[name].write_text(text, encoding="utf-8")
+    return paths
+
+
 async def _outline_times(
     paths: dict[str, Path], checkouts: dict[str, Path], repeat: int
 ) -> dict[str, dict[str, list[float]]]:
@@ -423,15 +440,9 @@ def outline(megabytes: float, before: Path | None, repeat: int) -> None:
     per_suggestor = len(generate(100).encode()) / 100
     suggestors = int(megabytes * 1e6 / per_suggestor)
     text = generate(suggestors)
-    checkouts = {"after": _checkout()}
-    if before is not None:
-        checkouts = {"before": before.resolve(), **checkouts}
+    checkouts = compared(before)
     with tempfile.TemporaryDirectory() as folder:
-        paths = {}
-        for name in checkouts:  # a folder each: a server analyses what its folder holds
-            (Path(folder) / name).mkdir()
-            paths[name] = Path(folder) / name / f"outline-{suggestors}.yaml"
-            paths[name].write_text(text, encoding="utf-8")
+        paths = copies(Path(folder), checkouts, f"outline-{suggestors}.yaml", text)
         times = asyncio.run(_outline_times(paths, checkouts, repeat))
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(
@@ -507,9 +518,7 @@ async def _huge_times(
 
 def huge(megabytes: float, under: float, before: Path | None, repeat: int) -> None:
     """The fourth part: a small request after a huge message (the module's docstring)."""
-    checkouts = {"after": _checkout()}
-    if before is not None:
-        checkouts = {"before": before.resolve(), **checkouts}
+    checkouts = compared(before)
     results = {}
     for name, checkout in checkouts.items():
         with tempfile.TemporaryDirectory() as folder:

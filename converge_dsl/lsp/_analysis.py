@@ -15,7 +15,7 @@ models, templates), built when the document loads and its specs can be read.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -116,6 +116,7 @@ def analyse(
     previous: Analysis | None = None,
     env: Mapping[str, str] | None = None,
     checks: Sequence[Check] | None = None,
+    stop_point: Callable[[], None] | None = None,
 ) -> Analysis:
     """Check `text` (the pipeline at `path`, named `display` in diagnostics) as `validate`
     checks the file, in the environment `env` (default: the process's); without `facts`,
@@ -129,6 +130,10 @@ def analyse(
     `previous`); the document, and so every diagnostic, is the one a check of the
     whole text gives.
 
+    `stop_point()` is called between its stages (before the load, before the checks, and
+    between two checks); an exception it raises ends the analysis (the server's: its text
+    has been replaced, `_scheduler.Superseded`). No stage is cut short.
+
     The objects alive before it (the server, the analyses it keeps) sit in the
     collector's permanent generation meanwhile (`_collector.quiet_collector`):
     they hold no garbage, and a full collection walking them cost 60-100 ms in
@@ -139,6 +144,8 @@ def analyse(
     from converge_dsl.validation import KINDS, checks_in
 
     with quiet_collector():
+        if stop_point is not None:
+            stop_point()
         try:
             earlier = None if previous is None else previous.document
             document = load_text(text.removeprefix("\ufeff"), display, previous=earlier, env=env)
@@ -146,9 +153,22 @@ def analyse(
             return Analysis(path, text, None, None, tuple(best_first(exc.diagnostics)))
         made = None if previous is None else previous.facts or previous.checked
         checks = checks_in(env) if checks is None else checks
+        if stop_point is not None:
+            stop_point()
+            checks = [_after(stop_point, check) for check in checks]
         checked = check_document(document, path.parent, checks=checks, kinds=KINDS, previous=made)
         analysis = Analysis(path, text, document, None, checked.diagnostics, checked.facts)
         return with_facts(analysis) if facts else analysis
+
+
+def _after(stop_point: Callable[[], None], check: Check) -> Check:
+    """`check`, with `stop_point()` called before it."""
+
+    def checked(facts: PipelineFacts) -> Iterator[Diagnostic]:
+        stop_point()
+        return check(facts)
+
+    return checked
 
 
 def check_test(

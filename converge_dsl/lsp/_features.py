@@ -14,7 +14,8 @@ from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest
 
 from converge_dsl.lsp._index import Place
 from converge_dsl.lsp._lookup import Subject
-from converge_dsl.lsp._server import DEBOUNCE_S, Explain, PipelineServer, register_sync
+from converge_dsl.lsp._server import DEBOUNCE_S, Explain, PipelineServer
+from converge_dsl.lsp._sync import register_sync
 
 TRIGGERS = [".", "'", '"', "|", " ", "[", ",", "("]
 

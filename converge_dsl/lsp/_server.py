@@ -5,9 +5,10 @@ a change in the meantime starts the wait again, and the text analysed is the
 one the editor holds when the wait ends (the latest only). Analyses run off the
 event loop, in worker threads, so completion and hover answer while a large
 pipeline is checked; those of one file run one at a time, those of different
-files side by side (`ANALYSES_AT_ONCE`), so a small document's diagnostics do
+files side by side (`_scheduler.Scheduler`), so a small document's diagnostics do
 not wait for a large one's analysis to end. An analysis whose text has been
-replaced by the time it ends is dropped, and the newer one publishes. A change to a file a
+replaced before it ends does not run, or stops between two of its stages, and the
+newer one publishes. A change to a file a
 pipeline reads (its model script, cassette, the lock file; open, saved or
 changed on disk) re-checks that pipeline; a model script or test opened
 before its pipeline finds it in its folder. An open test file shows its own
@@ -16,21 +17,19 @@ pipeline's text as the editor holds it when that is open; it is checked again
 when its pipeline is opened, saved or changed on disk, and when an edit of the
 pipeline changes what the test can name (its keys, inputs, models, invariants).
 
-The editor features (completion, hover, navigation, actions, symbols,
-rename, semantic tokens) are registered by their own modules and read
-`Workspace.model`.
+The editor's notifications reach it through `_sync.register_sync`; the editor
+features (completion, hover, navigation, actions, symbols, rename, semantic
+tokens) are registered by their own modules and read `Workspace.model`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import threading
-from collections.abc import Callable, Coroutine, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, TypeVar
+from typing import TYPE_CHECKING, BinaryIO
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -52,6 +51,7 @@ from converge_dsl.lsp._diagnostics import by_file
 from converge_dsl.lsp._document import Document
 from converge_dsl.lsp._params import strict_converter
 from converge_dsl.lsp._protocol import PipelineProtocol
+from converge_dsl.lsp._scheduler import Scheduler, Superseded
 from converge_dsl.lsp._wire import Frames, Output, read_frames
 from converge_dsl.lsp._workspace import Workspace
 
@@ -62,20 +62,15 @@ if TYPE_CHECKING:
 # sends in one burst (a paste, a multi-cursor edit, a completion with its edits) as
 # one text (they arrive within a few milliseconds of each other), short beside the
 # analysis itself (about 75 ms for 1,000 suggestors). Keystrokes come further apart
-# than any debounce worth having; a change during an analysis waits for it to end.
+# than any debounce worth having; a change during an analysis stops it at its next stage
+# (`_scheduler`).
 DEBOUNCE_S = 0.010
-
-# How many files are analysed at once, each in a worker thread: a small pipeline's check
-# (tens of milliseconds) then takes its share of the interpreter beside a large one's
-# (seconds near the file-size cap) instead of waiting for its end.
-ANALYSES_AT_ONCE = 4
 
 # A code's explanation (`converge-dsl explain`'s text), given by the command line.
 Explain = Callable[[str], str | None]
 
 
 _UNSEEN = object()
-_T = TypeVar("_T")
 
 
 class PipelineServer(LanguageServer):
@@ -94,18 +89,10 @@ class PipelineServer(LanguageServer):
             converter_factory=strict_converter,
         )
         self.explain: Explain = explain or (lambda code: None)
-        self.debounce = debounce
         # The environment every analysis reads (None: the process's).
         self.environ = environ
         self.state = Workspace(Path.cwd().resolve(), environ)
-        self._pending: dict[Path, asyncio.Task[None]] = {}
-        self._waiting: set[Path] = set()  # whose pending check still waits for the pause
-        self._finishing: set[asyncio.Task[None]] = set()  # replaced checks past their wait
-        self._worker = ThreadPoolExecutor(
-            max_workers=ANALYSES_AT_ONCE, thread_name_prefix="converge-dsl-check"
-        )
-        # One file's checks run one at a time: its lock, and how many checks hold or wait for it.
-        self._turns: dict[Path, tuple[asyncio.Lock, int]] = {}
+        self.scheduler = Scheduler(debounce)
         # Which names an open test's last check read of its pipeline, so that a pipeline's
         # analysis re-checks the tests that read other names (`_UNSEEN`: not known, as when
         # the test read an editor's text no analysis has named yet).
@@ -272,7 +259,7 @@ class PipelineServer(LanguageServer):
         analyses (their texts), what it found (taken back from the files it was published
         in) and the files it read."""
         needed = self.needed()
-        held = {*self.state.latest, *self.state.good, *self.state.found, *self._pending}
+        held = {*self.state.latest, *self.state.good, *self.state.found, *self.scheduler.pending}
         for path in sorted({*held, *self._analysed, *self._tests_saw} - needed):
             self.unpublish(path)
             self.state.forget(path)
@@ -304,7 +291,7 @@ class PipelineServer(LanguageServer):
         kind of file, or emptied): its pending check is dropped and what it found is taken
         back from every file it was published in (a check past its wait runs on, and
         neither publishes nor keeps what it finds)."""
-        self._drop_pending(path)
+        self.scheduler.drop(path)
         for file, items in self.state.forget_found(path).items():
             self.send(file, items)
 
@@ -325,40 +312,11 @@ class PipelineServer(LanguageServer):
 
     def schedule(self, path: Path) -> None:
         """Analyse `path` after the debounce; an earlier wait for it is cancelled."""
-        self._replace_pending(path, self._check(path))
+        self.scheduler.replace(path, self._check(path))
 
     def schedule_test(self, path: Path) -> None:
         """Check the test file at `path` after the debounce (its own findings)."""
-        self._replace_pending(path, self._check_test(path))
-
-    def _replace_pending(self, path: Path, check: Coroutine[None, None, None]) -> None:
-        """Make `check` the pending check of `path`. An earlier one still waiting for the
-        pause is cancelled; one past it runs to its end, unpublished when its text is
-        replaced, so the editor model it makes is kept as the last good one."""
-        self._drop_pending(path)
-        self._waiting.add(path)
-        self._pending[path] = asyncio.get_running_loop().create_task(check)
-
-    def _drop_pending(self, path: Path) -> None:
-        """`path` has no pending check: one still waiting for the pause is cancelled; one
-        past it runs to its end (`settle` waits for it), no longer the pending one."""
-        pending = self._pending.pop(path, None)
-        if pending is not None and path in self._waiting:
-            pending.cancel()
-        elif pending is not None and not pending.done():
-            self._finishing.add(pending)
-            pending.add_done_callback(self._finishing.discard)
-        self._waiting.discard(path)
-
-    def _is_pending(self, path: Path) -> bool:
-        """Whether the running check is still the pending check of `path` (not replaced by a
-        newer one, nor dropped when its file was closed or stopped being a pipeline or test)."""
-        return self._pending.get(path) is asyncio.current_task()
-
-    async def _pause(self, path: Path) -> None:
-        """Wait for the pause in typing; after it, the check is no longer cancelled."""
-        await asyncio.sleep(self.debounce)
-        self._waiting.discard(path)
+        self.scheduler.replace(path, self._check_test(path))
 
     def tested_pipeline(self, test: Path, text: str) -> Path | None:
         """The pipeline the test file `test` names in `text` (`_related.tested_pipeline`),
@@ -391,7 +349,7 @@ class PipelineServer(LanguageServer):
     async def _check_test(self, path: Path) -> None:
         """Check the open test file at `path` and publish what it finds while it is still
         open at that text; once closed, what is held for it is dropped (`release`)."""
-        await self._pause(path)
+        await self.scheduler.pause(path)
         try:
             await self._test_findings(path)
         finally:
@@ -405,9 +363,11 @@ class PipelineServer(LanguageServer):
         display = self.state.display(path)
         open_texts = self.state.open_texts()
         try:
-            found = await self._in_turn(
+            found = await self.scheduler.in_turn(
                 path, functools.partial(check_test, path, text, display, open_texts, self.environ)
             )
+        except Superseded:
+            return  # replaced (the newer check publishes) or closed
         except Exception as exc:  # an editor keeps its server through any text
             self.window_log_message(
                 lsp.LogMessageParams(
@@ -415,9 +375,8 @@ class PipelineServer(LanguageServer):
                 )
             )
             return
-        if not self._is_pending(path):
+        if not self.scheduler.ended(path):
             return  # replaced (the newer check publishes) or closed
-        del self._pending[path]
         if path in self.state.open and self.state.text(path) == text:
             self._tests_saw[path] = self._names_read(path, text, open_texts)
             self.publish_found(path, found)
@@ -435,7 +394,7 @@ class PipelineServer(LanguageServer):
         """Analyse the pipeline at `path`, publish its diagnostics, then make its editor
         model; a check no longer pending (replaced, or its file closed and no longer needed)
         publishes nothing, and what a file no open document needs is dropped at its end."""
-        await self._pause(path)
+        await self.scheduler.pause(path)
         try:
             await self._analyse(path)
         finally:
@@ -449,7 +408,7 @@ class PipelineServer(LanguageServer):
         display = self.state.display(path)
         previous = self.state.loaded(path)
         try:
-            analysis = await self._in_turn(
+            analysis = await self.scheduler.in_turn(
                 path,
                 functools.partial(
                     analyse,
@@ -460,9 +419,10 @@ class PipelineServer(LanguageServer):
                     previous=previous,
                     env=self.environ,
                     checks=self.checks,
+                    stop_point=self.scheduler.stop_point(),
                 ),
             )
-            if not self._is_pending(path) or self.state.text(path) != text:
+            if not self.scheduler.is_pending(path) or self.state.text(path) != text:
                 return  # a newer check publishes, or the file was closed
             self.publish(analysis)
             names = names_for_tests(analysis)
@@ -471,7 +431,10 @@ class PipelineServer(LanguageServer):
                 if self._tests_saw.get(test, _UNSEEN) != names:
                     self.schedule_test(test)
             # The editor model after the diagnostics: they are what the user waits for.
-            analysis = await self._in_turn(path, functools.partial(with_facts, analysis))
+            model = functools.partial(with_facts, analysis)
+            analysis = await self.scheduler.in_turn(path, model, superseded_too=True)
+        except Superseded:
+            return  # a newer check publishes, or the file was closed
         except Exception as exc:  # an editor keeps its server through any text
             self.window_log_message(
                 lsp.LogMessageParams(
@@ -479,30 +442,12 @@ class PipelineServer(LanguageServer):
                 )
             )
             return
-        if self._is_pending(path):
-            del self._pending[path]
-        elif path not in self._pending:
+        if not self.scheduler.ended(path) and path not in self.scheduler.pending:
             return  # closed meanwhile and dropped: nothing of it is kept
         if self.state.text(path) == text:
             self.state.remember(analysis)
         else:  # typed on meanwhile: still the last good model until a newer one is
             self.state.keep_good(analysis)
-
-    async def _in_turn(self, path: Path, call: Callable[[], _T]) -> _T:
-        """`call()` in a worker thread once the checks of `path` before it have ended. The
-        lock of `path` is kept while a check holds or waits for it, and dropped after the
-        last (a lock's `locked()` is false between its release and the next waiter's turn)."""
-        lock, users = self._turns.get(path, (asyncio.Lock(), 0))
-        self._turns[path] = (lock, users + 1)
-        try:
-            async with lock:
-                return await asyncio.get_running_loop().run_in_executor(self._worker, call)
-        finally:
-            lock, users = self._turns[path]
-            if users == 1:
-                del self._turns[path]
-            else:
-                self._turns[path] = (lock, users - 1)
 
     def publish(self, analysis: Analysis) -> None:
         """Keep `analysis` and publish the diagnostics of every file it changes."""
@@ -538,63 +483,3 @@ class PipelineServer(LanguageServer):
         kept = (still_open - named) | (named if items else set())
         if kept:
             self._published[file] = kept
-
-    async def settle(self) -> None:
-        """Wait until no analysis is pending (for `shutdown`)."""
-        while self._pending or self._finishing:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(
-                    *self._pending.values(), *self._finishing, return_exceptions=True
-                )
-            self._pending = {p: t for p, t in self._pending.items() if not t.done()}
-
-
-def register_sync(server: PipelineServer) -> None:
-    """The document synchronisation: open, change, save, close, watched files, shutdown."""
-
-    @server.feature(lsp.INITIALIZED)
-    def initialized(ls: PipelineServer, params: lsp.InitializedParams) -> None:
-        root = ls.workspace.root_path
-        if root and "\x00" not in root:  # else no folder: the server's own stays the root
-            ls.state.root = Path(root).resolve()
-
-    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: PipelineServer, params: lsp.DidOpenTextDocumentParams) -> None:
-        doc = params.text_document
-        ls.opened(doc.uri, doc.text, doc.version)
-        ls.pipeline_on_disk(doc.uri)
-
-    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: PipelineServer, params: lsp.DidChangeTextDocumentParams) -> None:
-        doc = params.text_document
-        ls.edited(doc.uri, doc.version, params.content_changes)
-
-    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
-    def did_save(ls: PipelineServer, params: lsp.DidSaveTextDocumentParams) -> None:
-        path = ls.path(params.text_document.uri)
-        if path is not None:
-            ls.changed(path)
-        ls.pipeline_on_disk(params.text_document.uri)
-
-    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: PipelineServer, params: lsp.DidCloseTextDocumentParams) -> None:
-        ls.closed(params.text_document.uri)
-
-    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    def watched(ls: PipelineServer, params: lsp.DidChangeWatchedFilesParams) -> None:
-        for change in params.changes:
-            ls.pipeline_on_disk(change.uri)
-            path = ls.path(change.uri)
-            if path is not None and path not in ls.state.open:
-                for pipeline in ls.state.pipelines_reading(path) | _if_pipeline(ls, path):
-                    ls.schedule(pipeline)
-
-    @server.feature(lsp.SHUTDOWN)
-    async def shutdown(ls: PipelineServer, params: None) -> None:
-        await ls.settle()
-        ls._worker.shutdown(wait=False)
-
-
-def _if_pipeline(server: PipelineServer, path: Path) -> set[Path]:
-    """{path} when it is a pipeline the server has analysed (changed on disk)."""
-    return {path} if path in server.state.latest else set()

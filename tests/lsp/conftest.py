@@ -112,8 +112,35 @@ def at(text: str, needle: str, offset: int = 0) -> lsp.Position:
     return lsp.Position(line, index - (text.rfind("\n", 0, index) + 1))
 
 
+def large_pipeline(rules: int) -> str:
+    """A valid pipeline of `rules` rules (about 8 lines each), `rule-0` to `rule-<rules - 1>`."""
+    return _LARGE_HEAD + "".join(_LARGE_RULE.format(i=i) for i in range(rules))
+
+
+_LARGE_HEAD = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: large
+seeds:
+  - {id: market, content: "Nordic logistics"}
+suggestors:
+"""
+_LARGE_RULE = """\
+  - name: rule-{i}
+    kind: rule
+    dependencies: [seeds]
+    when: "count('seeds') >= {i} and not has('strategies')"
+    emit:
+      - key: strategies
+        id: "strategy-{i}"
+        content: "Act on {{{{ facts.seeds | map(attribute='content') | join(', ') }}}}"
+"""
+
+
 # The version each file's diagnostics were last published for, per client.
 VERSIONS: dict[int, dict[str, int | None]] = {}
+# Every publication, in the order it came, per client.
+PUBLISHED: dict[int, list[lsp.PublishDiagnosticsParams]] = {}
 
 
 def converter() -> Any:
@@ -145,17 +172,19 @@ def make_client() -> LanguageClient:
     keep = features.pop(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     register_lsp_features(client, features)
     versions = VERSIONS.setdefault(id(client), {})
+    every = PUBLISHED.setdefault(id(client), [])
 
     @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     def published(ls: LanguageClient, params: lsp.PublishDiagnosticsParams) -> None:
         versions[params.uri] = params.version
+        every.append(params)
         keep(ls, params)
 
     return client
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, client_factory=make_client))
-async def client(lsp_client: LanguageClient, project: Path) -> AsyncIterator[None]:
+async def _in_session(lsp_client: LanguageClient, project: Path) -> AsyncIterator[None]:
+    """`lsp_client` initialised on `project`, then shut down."""
     await lsp_client.initialize_session(
         lsp.InitializeParams(
             capabilities=client_capabilities("visual-studio-code"),
@@ -165,6 +194,24 @@ async def client(lsp_client: LanguageClient, project: Path) -> AsyncIterator[Non
     )
     yield
     await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, client_factory=make_client))
+async def client(lsp_client: LanguageClient, project: Path) -> AsyncIterator[None]:
+    async for _ in _in_session(lsp_client, project):
+        yield
+
+
+# The server with its analyses counted (`_counting_server`).
+COUNTING_SERVER = [sys.executable, str(Path(__file__).parent / "_counting_server.py")]
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=COUNTING_SERVER, client_factory=make_client)
+)
+async def counting_client(lsp_client: LanguageClient, project: Path) -> AsyncIterator[None]:
+    async for _ in _in_session(lsp_client, project):
+        yield
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ async def test_references_and_rename_read_each_files_lines_once(
     features = server.protocol.fm.features
     try:
         server.opened(uri, (tmp_path / "typed.yaml").read_text(encoding="utf-8"), 1)
-        await asyncio.wait_for(server.settle(), 60)
+        await asyncio.wait_for(server.scheduler.settle(), 60)
         read: list[str] = []
         lines = Workspace.lines
         monkeypatch.setattr(Workspace, "lines", lambda self, f: read.append(f) or lines(self, f))
@@ -44,7 +44,7 @@ async def test_references_and_rename_read_each_files_lines_once(
             lsp.RenameParams(text_document=identifier, position=position, new_name="requests")
         )
     finally:
-        server._worker.shutdown(wait=True)
+        server.scheduler.shutdown(wait=True)
     assert len(found) == 8
     assert sum(len(edits) for edits in edit.changes.values()) == 8
     files = sorted(str(tmp_path / name) for name in ("typed.test.yaml", "typed.yaml"))

@@ -29,12 +29,12 @@ async def test_a_requests_file_kind_is_the_open_documents_kept_one(
     server.text_document_publish_diagnostics = lambda params: None  # type: ignore[method-assign]
     try:
         server.opened(path.as_uri(), text, 1)
-        await asyncio.wait_for(server.settle(), 60)
+        await asyncio.wait_for(server.scheduler.settle(), 60)
         read = _count_kinds(monkeypatch)
         subject = _lookup.Subject.of(server, path.as_uri())
         script = _lookup.Subject.of(server, (DATA / "typed.script.yaml").as_uri())  # not open
     finally:
-        server._worker.shutdown(wait=True)
+        server.scheduler.shutdown(wait=True)
     assert subject is not None
     assert script is not None
     assert (subject.kind, script.kind) == (PIPELINE, SCRIPT)
@@ -74,14 +74,14 @@ async def test_references_read_the_kept_kind_of_each_open_file(
         for name in ("typed.yaml", "typed.test.yaml", "typed.script.yaml"):
             path = tmp_path / name
             server.opened(path.as_uri(), path.read_text(encoding="utf-8"), 1)
-        await asyncio.wait_for(server.settle(), 60)
+        await asyncio.wait_for(server.scheduler.settle(), 60)
         subject = _lookup.Subject.of(server, (tmp_path / "typed.yaml").as_uri())
         assert subject is not None
         read = _count_kinds(monkeypatch)
         places = _navigate.occurrences(subject, (KEY, "tickets"))
         named = _navigate.definitions(subject, lsp.Position(4, 7))  # name: typed
     finally:
-        server._worker.shutdown(wait=True)
+        server.scheduler.shutdown(wait=True)
     assert sorted({place.path.name for place in places}) == ["typed.test.yaml", "typed.yaml"]
     assert [path.name for path, _ in named] == ["typed.test.yaml"]
     assert read == []

@@ -312,8 +312,8 @@ async def test_notifications_leave_nothing_behind(
         change = {"textDocument": {"uri": uri, "version": version + 1}, "contentChanges": []}
         send({"method": "textDocument/didChange", "params": change})
         send({"method": "textDocument/didClose", "params": {"textDocument": {"uri": uri}}})
-    await asyncio.wait_for(server.settle(), 30)
-    server._worker.shutdown(wait=True)
+    await asyncio.wait_for(server.scheduler.settle(), 30)
+    server.scheduler.shutdown(wait=True)
     assert protocol._request_futures == {}
 
 
@@ -367,9 +367,9 @@ async def test_no_notification_leaves_anything_behind(
         for _ in range(300):
             send({"method": method, "params": notification})
         await asyncio.sleep(0)
-        await asyncio.wait_for(server.settle(), 30)
+        await asyncio.wait_for(server.scheduler.settle(), 30)
         left[method] = len(protocol._request_futures)
-    server._worker.shutdown(wait=True)
+    server.scheduler.shutdown(wait=True)
     assert set(left.values()) == {0}, left
 
 

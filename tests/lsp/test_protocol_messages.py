@@ -365,7 +365,7 @@ async def test_a_response_with_the_id_of_the_clients_own_request_leaves_that_req
     async def settle() -> None:
         await settled.wait()
 
-    monkeypatch.setattr(server.protocol._server, "settle", settle)
+    monkeypatch.setattr(server.protocol._server.scheduler, "settle", settle)
     server.send({"id": 9, "method": "shutdown"})
     await asyncio.sleep(0)
     server.send({"id": 9, "error": error})

@@ -15,6 +15,7 @@ from lsprotocol import types as lsp
 
 from converge_dsl.lsp import _server, build_server
 from tests.lsp._wire_client import Wire
+from tests.lsp.conftest import large_pipeline
 
 pytestmark = pytest.mark.asyncio
 DATA = Path(__file__).parent / "data"
@@ -43,10 +44,10 @@ async def test_an_edit_while_the_model_is_made_keeps_it_as_the_last_good(
         assert await asyncio.to_thread(making.wait, 10)  # published; the model is being made
         server.opened(path.as_uri(), text.replace("name: escalate", "name: [escalate"), 2)
         release.set()
-        await asyncio.wait_for(server.settle(), 30)
+        await asyncio.wait_for(server.scheduler.settle(), 30)
     finally:
         release.set()
-        server._worker.shutdown(wait=True)
+        server.scheduler.shutdown(wait=True)
     good = server.state.good[path.resolve()]
     assert good.text == text
     assert good.facts is not None
@@ -69,9 +70,9 @@ async def test_the_analyses_read_the_environment_the_server_was_given(
     pipeline = DATA / "typed.yaml"  # valid, and over 10 bytes
     try:
         server.opened(pipeline.as_uri(), pipeline.read_text(encoding="utf-8"), 1)
-        await asyncio.wait_for(server.settle(), 30)
+        await asyncio.wait_for(server.scheduler.settle(), 30)
     finally:
-        server._worker.shutdown(wait=True)
+        server.scheduler.shutdown(wait=True)
     (params,) = published
     assert [item.code for item in params.diagnostics if item.severity == 1] == codes
 
@@ -91,9 +92,9 @@ async def test_the_checks_are_bound_to_the_server_environment_once(
     try:
         for version, typed in enumerate((text, text + "\n", text + "\n\n"), start=1):
             server.opened(pipeline.as_uri(), typed, version)
-            await asyncio.wait_for(server.settle(), 30)
+            await asyncio.wait_for(server.scheduler.settle(), 30)
     finally:
-        server._worker.shutdown(wait=True)
+        server.scheduler.shutdown(wait=True)
     assert len(published) == 3
     assert bound == [environ]
 
@@ -112,22 +113,22 @@ async def test_closing_documents_leaves_nothing_of_them(tmp_path: Path) -> None:
     try:
         for uri in uris:
             server.opened(uri, text, 1)
-        await asyncio.wait_for(server.settle(), 60)
+        await asyncio.wait_for(server.scheduler.settle(), 60)
         assert len(server.state.latest) == len(uris)
         for uri in uris:
             server.closed(uri)
-        await asyncio.wait_for(server.settle(), 60)
+        await asyncio.wait_for(server.scheduler.settle(), 60)
     finally:
-        server._worker.shutdown(wait=True)
+        server.scheduler.shutdown(wait=True)
     state = server.state
     held = (state.open, state.latest, state.good, state.found, state.related)
     assert held == ({}, {}, {}, {}, {})
     held_by_server = (
         server._buffers,
-        server._pending,
+        server.scheduler.pending,
         server._analysed,
         server._tests_saw,
-        server._turns,
+        server.scheduler.turns,
     )
     assert held_by_server == ({}, {}, {}, {}, {})
     assert server._published == {}
@@ -142,14 +143,14 @@ async def test_a_closed_pipeline_an_open_model_script_reads_is_kept(tmp_path: Pa
     try:
         server.opened(script.as_uri(), script.read_text(encoding="utf-8"), 1)
         server.opened(pipeline.as_uri(), pipeline.read_text(encoding="utf-8"), 1)
-        await asyncio.wait_for(server.settle(), 60)
+        await asyncio.wait_for(server.scheduler.settle(), 60)
         server.closed(pipeline.as_uri())
-        await asyncio.wait_for(server.settle(), 60)
+        await asyncio.wait_for(server.scheduler.settle(), 60)
         assert pipeline.resolve() in server.state.latest
         server.closed(script.as_uri())
-        await asyncio.wait_for(server.settle(), 60)
+        await asyncio.wait_for(server.scheduler.settle(), 60)
     finally:
-        server._worker.shutdown(wait=True)
+        server.scheduler.shutdown(wait=True)
     assert server.state.latest == {}
 
 
@@ -159,7 +160,7 @@ def _last(published: list[Any]) -> dict[str, list[Any]]:
 
 
 async def _serve(server: _server.PipelineServer) -> None:
-    await asyncio.wait_for(server.settle(), 60)
+    await asyncio.wait_for(server.scheduler.settle(), 60)
 
 
 def _project(tmp_path: Path) -> Path:
@@ -186,7 +187,7 @@ async def test_closing_a_document_clears_its_diagnostics_under_the_uri_the_clien
         server.closed(uri)
         await _serve(server)
     finally:
-        server._worker.shutdown(wait=True)
+        server.scheduler.shutdown(wait=True)
     assert _last(published)[uri] == []
     assert not any(_last(published).values())
     assert server._published == {}
@@ -212,7 +213,7 @@ async def test_closing_one_of_two_buffers_of_a_file_clears_the_closed_one(tmp_pa
         server.closed(link)
         await _serve(server)
     finally:
-        server._worker.shutdown(wait=True)
+        server.scheduler.shutdown(wait=True)
     assert _last(published)[link] == []
     assert _last(published)[file]
 
@@ -248,7 +249,7 @@ async def test_a_closed_pipeline_an_open_script_reads_shows_its_findings_once(
         )
         await _serve(server)
     finally:
-        server._worker.shutdown(wait=True)
+        server.scheduler.shutdown(wait=True)
     shown = {u for u, items in _last(published).items() if items}
     assert uri not in shown
     assert shown == {script, (root / "broken.yaml").as_uri()}
@@ -262,7 +263,7 @@ def _held(server: _server.PipelineServer) -> tuple[object, ...]:
         state.good,
         state.found,
         state.related,
-        server._pending,
+        server.scheduler.pending,
         server._analysed,
         server._tests_saw,
         server._published,
@@ -303,7 +304,7 @@ async def _closed_while_checked(
     try:
         server.opened(path.as_uri(), path.read_text(encoding="utf-8"), 1)
         assert await asyncio.to_thread(release.started.wait, 10)  # type: ignore[attr-defined]
-        checking = server._pending[path.resolve()]
+        checking = server.scheduler.pending[path.resolve()]
         server.closed(path.as_uri())
         before = len(published)
         release.set()
@@ -311,7 +312,7 @@ async def _closed_while_checked(
         await _serve(server)
     finally:
         release.set()
-        server._worker.shutdown(wait=True)
+        server.scheduler.shutdown(wait=True)
     return server, published, before
 
 
@@ -360,7 +361,7 @@ async def test_a_check_that_fails_making_the_model_still_drops_what_is_not_neede
         server.changed((root / "broken.yaml").resolve())
         await _serve(server)
     finally:
-        server._worker.shutdown(wait=True)
+        server.scheduler.shutdown(wait=True)
     assert _held(server) == NOTHING_HELD
     assert not any(_last(published).values())
 
@@ -400,29 +401,9 @@ async def test_the_pipeline_a_test_names_is_read_once_a_text(
         server.closed(test.as_uri())
         await _serve(server)
     finally:
-        server._worker.shutdown(wait=True)
+        server.scheduler.shutdown(wait=True)
     assert len(read) == len(set(read)) == 5
     assert _held(server) == NOTHING_HELD
-
-
-_LARGE_HEAD = """\
-apiVersion: converge-dsl/v1
-kind: Pipeline
-name: large
-seeds:
-  - {id: market, content: "Nordic logistics"}
-suggestors:
-"""
-_LARGE_RULE = """\
-  - name: rule-{i}
-    kind: rule
-    dependencies: [seeds]
-    when: "count('seeds') >= {i} and not has('strategies')"
-    emit:
-      - key: strategies
-        id: "strategy-{i}"
-        content: "Act on {{{{ facts.seeds | map(attribute='content') | join(', ') }}}}"
-"""
 
 
 async def test_a_small_documents_diagnostics_do_not_wait_for_a_large_ones(
@@ -432,9 +413,7 @@ async def test_a_small_documents_diagnostics_do_not_wait_for_a_large_ones(
     an error. The small one's diagnostics came after the large one's: one analysis ran at a
     time, and the large one had started first."""
     large = project / "large.yaml"
-    large.write_text(
-        _LARGE_HEAD + "".join(_LARGE_RULE.format(i=i) for i in range(4000)), encoding="utf-8"
-    )
+    large.write_text(large_pipeline(4000), encoding="utf-8")
     wire.initialize(project)
     large_uri, _ = wire.open(large)
     small_uri, _ = wire.open(project / "broken.yaml")
@@ -456,7 +435,8 @@ async def test_a_documents_analyses_never_overlap_across_a_close_and_reopen(
 ) -> None:
     """A close dropped the file's lock between one analysis's end and the waiting one's
     turn (a lock is not `locked()` then), and a quick reopen made a new lock: two analyses
-    of one file ran at once."""
+    of one file ran at once. The waiting one, dropped by the close, no longer runs; the
+    reopened text's analysis takes the turn after it."""
     server = build_server(debounce=0)
     server.text_document_publish_diagnostics = lambda params: None  # type: ignore[method-assign]
     real = _server.analyse
@@ -488,17 +468,19 @@ async def test_a_documents_analyses_never_overlap_across_a_close_and_reopen(
             await asyncio.sleep(0.01)
         server.opened(uri, text + "\n# 2\n", 2)  # the second waits for it
         await asyncio.sleep(0.05)
-        server.closed(uri)
-        gates[0].set()  # the first ends, the second takes the turn
+        server.closed(uri)  # the second is dropped
+        gates[0].set()  # the first ends, the second's turn passes
+        await asyncio.sleep(0.05)
+        server.opened(uri, text + "\n# 3\n", 3)  # the third takes the turn
         while calls[0] < 2:
             await asyncio.sleep(0.01)
-        server.opened(uri, text + "\n# 3\n", 3)  # the third waits for the second
         await asyncio.sleep(0.3)
         gates[1].set()
-        await asyncio.wait_for(server.settle(), 30)
+        await asyncio.wait_for(server.scheduler.settle(), 30)
     finally:
         for gate in gates:
             gate.set()
-        server._worker.shutdown(wait=True)
+        server.scheduler.shutdown(wait=True)
     assert most[0] == 1
-    assert server._turns == {}
+    assert calls[0] == 2  # the first and the third
+    assert server.scheduler.turns == {}
