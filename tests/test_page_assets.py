@@ -34,6 +34,15 @@ def test_the_pages_script_rewrites_the_class_page_name_does() -> None:
     assert f"/{_NAMED_CLASS}/g" in script
 
 
+def test_another_version_of_a_file_is_written_in_alike() -> None:
+    # (what bench/page_scroll.py compares the tree's names.js with)
+    text = 'var CUT_LINES = "@CUT_LINES@", NAMED = /@NAMED@/g;'
+    assert page_asset("names.js", text) == (
+        f'var CUT_LINES = "{_CUT_LINES}", NAMED = /{_NAMED_CLASS}/g;'
+    )
+    assert page_asset("page.css", "@CUT_LINES@{}") == _CUT_LINES + "{}"
+
+
 def test_the_boxes_with_room_for_marks_are_named_once() -> None:
     # marks.css named its ten boxes in three rules (their room, their height, their scroll
     # timeline): a box added to one list and not the others had room and no height.

@@ -118,12 +118,15 @@ _UNSHOWN_RAW = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _UNSHOWN_ESCAPED = re.compile(r"\\(?:[bfr]|u00[01])")
 
 
-def page_asset(name: str) -> str:
+def page_asset(name: str, text: str | None = None) -> str:
     """The text of the shared file `name` (a file of this package); `page.css` and
     `names.js` with the lines cut with an ellipsis (`_CUT_LINES`) written in, `names.js`
     with the class of characters `page_name` rewrites, as a JavaScript pattern, and
-    emoji ZWJ sequences a page shows whole, as a JSON string (one space between two)."""
-    text = (_FOLDER / name).read_text(encoding="utf-8")
+    emoji ZWJ sequences a page shows whole, as a JSON string (one space between two).
+    `text`, when given, is the file's text as another version of it held it (a
+    benchmark's baseline), written in alike."""
+    if text is None:
+        text = (_FOLDER / name).read_text(encoding="utf-8")
     if name == "page.css":
         return text.replace("@CUT_LINES@", _CUT_LINES)
     if name != "names.js":

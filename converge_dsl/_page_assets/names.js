@@ -88,12 +88,18 @@ function shownCut(shown, at) {
    that stretch would otherwise show its end. The whole line stays in its title and its
    aria-label, and a copy of it gives it whole. Every line is read first (one layout; the
    cut is measured on a canvas) and written after, so a list's draw lays the page out once
-   whatever the number of lines. CUT_LINES is page.css' list of those lines, both written
-   in by `page_asset`. */
+   whatever the number of lines; where a line is cut is kept by its text, font and room
+   (CUT_AT), so the rows a list draws again as it scrolls are not measured again.
+   CUT_LINES is page.css' list of those lines, both written in by `page_asset`. */
 var CUT_LINES = "@CUT_LINES@";
 var RIGHT_TO_LEFT = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\u{10800}-\u{10fff}\u{1e800}-\u{1efff}]/u;
 var LETTERS = /\p{L}/gu;
-var CUT_WHOLE = new WeakMap(), cutMeasure = null;
+var CUT_WHOLE = new WeakMap(), cutMeasure = null, cutRange = null;
+/* where a line is cut (or null) by its font and spacing, its room and its text: a list
+   draws its rows anew on each scroll, most of them the rows it drew the frame before (a
+   line that overflows is laid from its start whatever its alignment, and its direction
+   is its text's: page.css) */
+var CUT_AT = new Map(), CUT_AT_MOST = 4000;
 /* `rows` false: leave a list's rows, which the list fits as it draws them */
 function fitLines(root, rows) {
   var boxes = root.matches && root.matches(CUT_LINES) ? [root] : root.querySelectorAll(CUT_LINES), cuts = [];
@@ -125,23 +131,45 @@ function lineRoom(box) {
 function startThatFits(box) {
   var node = box.firstChild;
   if (!node || node.nodeType !== 3 || node.nextSibling || !bothWays(node.data)) return null;
-  var room = lineRoom(box), range = document.createRange(), style = room.style, roomWidth = room.right - room.left;
+  var room = lineRoom(box), style = room.style, roomWidth = room.right - room.left;
   if (style.textOverflow !== "ellipsis") return null;
-  range.selectNodeContents(node);
-  if (range.getBoundingClientRect().width <= roomWidth + 0.5) return null;
-  if (!cutMeasure) cutMeasure = document.createElement("canvas").getContext("2d");
-  cutMeasure.font = [style.fontStyle, style.fontWeight, style.fontSize, style.fontFamily].join(" ");
-  /* the longest start that fits with "\u2026", measured on the canvas, then whether the
-     browser draws a piece of it past the box (the union of its pieces' boxes) */
-  var text = node.data, fits = 0, over = text.length;
-  while (fits < over) {
-    var mid = Math.ceil((fits + over) / 2);
-    if (cutMeasure.measureText(cutText(text, mid)).width <= roomWidth) fits = mid; else over = mid - 1;
+  var font = [style.fontStyle, style.fontWeight, style.fontSize, style.fontFamily].join(" ");
+  var key = [font, style.fontVariant, style.letterSpacing, style.wordSpacing, roomWidth, node.data].join("\n");
+  var at = CUT_AT.get(key);
+  if (at === undefined) {
+    at = startThatFitsIn(node, room, font);
+    if (CUT_AT.size >= CUT_AT_MOST) CUT_AT.clear();
+    CUT_AT.set(key, at);
   }
-  var at = shownCut(text, fits);
+  return at;
+}
+function startThatFitsIn(node, room, font) {
+  var range = cutRange || (cutRange = document.createRange()), roomWidth = room.right - room.left;
+  range.selectNodeContents(node);
+  var whole = range.getBoundingClientRect().width;
+  if (whole <= roomWidth + 0.5) return null;
+  if (!cutMeasure) cutMeasure = document.createElement("canvas").getContext("2d");
+  cutMeasure.font = font;
+  var text = node.data, guess = Math.floor(text.length * roomWidth / whole);
+  var at = shownCut(text, longestStartThatFits(text, roomWidth, guess));
+  /* whether the browser draws a piece of that start past the box (its pieces' union) */
   range.setStart(node, 0); range.setEnd(node, at);
   var drawn = range.getBoundingClientRect();
   return at > 0 && (drawn.left < room.left - 0.5 || drawn.right > room.right + 0.5) ? at : null;
+}
+/* the longest start of `text` that fits in `width` with "\u2026", measured on the canvas:
+   first where the widths measured so far put the edge (from `guess`, the share of the
+   line its width allows), then halving, so that a line takes about 3 measures, not 7
+   (each costs much the same whatever its length; bench/page_scroll.py) */
+function longestStartThatFits(text, width, guess) {
+  var low = 0, high = text.length, at = guess;  /* low fits (or is 0), high + 1 does not */
+  for (var measured = 0; low < high; measured++) {
+    at = Math.max(low + 1, Math.min(high, at));
+    var used = cutMeasure.measureText(cutText(text, at)).width;
+    if (used <= width) low = at; else high = at - 1;
+    at = measured < 3 && used > 0 ? Math.floor(at * width / used) : Math.ceil((low + high) / 2);
+  }
+  return low;
 }
 function cutLine(box, at) {
   var was = CUT_WHOLE.get(box);

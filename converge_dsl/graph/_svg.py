@@ -10,12 +10,18 @@ suggestor's parts (an agent's tools and contributors) are small marks along
 its bottom edge. Colours live in the page's stylesheet (classes), so the
 SVG carries only geometry and text. Names and ids (a node's, an edge's ends,
 a part's items) are written as `page_name` shows them (`⟨U+202E⟩`), the rest
-of the text as `page_text` does.
+of the text as `page_text` does. Each label reads in its own direction: a
+`<text>` whose first strong letter is right to left is laid right to left
+(`direction="rtl"`), so that an Arabic name's digits and Latin suffix stay
+where they read (laid left to right, "محمد 42 copy" showed as "42 محمد copy"),
+and a name holding a right-to-left letter is isolated (U+2068 ... U+2069) in
+a title, so that it does not turn the ": rule" after it around.
 """
 
 from __future__ import annotations
 
 import html
+import unicodedata
 from collections.abc import Iterator, Sequence
 
 from converge_dsl._page_assets import html_name, html_text, page_name, page_text
@@ -33,6 +39,29 @@ orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" class="arrow dead"/></m
 patternTransform="rotate(45)"><rect width="8" height="8" class="hatch-bg"/>\
 <line x1="0" y1="0" x2="0" y2="8" class="hatch-line"/></pattern>
 </defs>"""
+
+
+_RIGHT_TO_LEFT = ("R", "AL")
+
+
+def _direction(text: str) -> str:
+    """The attribute that lays a `<text>` reading `text` right to left when its first
+    strong letter is (nothing for left to right, the drawing's own)."""
+    for character in text:
+        kind = unicodedata.bidirectional(character)
+        if kind in _RIGHT_TO_LEFT:
+            return ' direction="rtl"'
+        if kind == "L":
+            return ""
+    return ""
+
+
+def _isolated(shown: str) -> str:
+    """`shown`, a name in a title, between U+2068 and U+2069 when it holds a right-to-left
+    letter, so that it reads in its own direction whatever follows it."""
+    if any(unicodedata.bidirectional(c) in _RIGHT_TO_LEFT for c in shown):
+        return f"\u2068{shown}\u2069"
+    return shown
 
 
 def _f(value: float) -> str:
@@ -206,7 +235,7 @@ def _parts(node: Node, box: Box) -> str:
         text = f"{label} {len(items)}"
         width = 10 + 6.0 * len(text)
         out.append(
-            f'<g class="part"><title>{html_text(label)}: {html_name(", ".join(items))}</title>'
+            f'<g class="part"><title>{html_text(label)}: {_items(items)}</title>'
             f'<rect x="{_f(left)}" y="{_f(box.y + box.height - 7)}" width="{_f(width)}" '
             f'height="14" rx="7"/><text x="{_f(left + width / 2)}" '
             f'y="{_f(box.y + box.height + 3)}">{html_text(text)}</text></g>'
@@ -215,17 +244,23 @@ def _parts(node: Node, box: Box) -> str:
     return "".join(out)
 
 
+def _items(items: Sequence[str]) -> str:
+    """A part's items, named in its title, each in its own direction."""
+    return html.escape(", ".join(_isolated(page_name(item)) for item in items))
+
+
 def _node(node: Node, box: Box) -> str:
     dead = "" if node.reachable else " dead"
-    label = html.escape(f"{page_name(node.name)}: {page_text(subtitle(node))}")
+    name, sub = label_name(node), subtitle(node)
+    label = html.escape(f"{_isolated(page_name(node.name))}: {page_text(sub)}")
     return (
         f'<g class="node kind-{node.kind} style-{html_text(node.style)}{dead}" '
         f'data-id="{html_name(node.id)}" tabindex="0" role="button" '
         f'aria-label="{label}"><title>{label}</title>{_shape(node, box)}'
-        f'<text class="name" x="{_f(box.cx)}" y="{_f(box.cy - 3)}">'
-        f"{html.escape(label_name(node))}</text>"
-        f'<text class="sub" x="{_f(box.cx)}" y="{_f(box.cy + 13)}">'
-        f"{html_text(subtitle(node))}</text>"
+        f'<text class="name" x="{_f(box.cx)}" y="{_f(box.cy - 3)}"{_direction(name)}>'
+        f"{html.escape(name)}</text>"
+        f'<text class="sub" x="{_f(box.cx)}" y="{_f(box.cy + 13)}"{_direction(sub)}>'
+        f"{html_text(sub)}</text>"
         f"{_badges(node, box)}{_parts(node, box)}</g>"
     )
 

@@ -100,3 +100,50 @@ def test_a_label_cut_short_keeps_its_emoji_sequences_whole(
         browser.save_screenshot(str(artifacts / f"graph-emoji-labels-{width}.png"))
     finally:
         browser.set_window_size(*BROWSER_WINDOW)
+
+
+_ARABIC_NAMES = {  # an Arabic name, then digits and a Latin suffix
+    "alpha": "\u0645\u0644\u0627\u062d\u0638\u0627\u062a 42 notes",  # ملاحظات
+    "delta": "\u0645\u062d\u0645\u062f 42 copy",  # محمد
+}
+# Where each of a node's name's letters is drawn (the left edge of each)
+_LETTERS_AT = (
+    "var t = document.querySelector('.node[data-id=\"' + arguments[0] + '\"] text.name');"
+    "return Array.from(t.textContent).map(function (c, i) { return t.getExtentOfChar(i).x; });"
+)
+
+
+def test_a_label_in_arabic_with_digits_and_a_latin_suffix_reads_in_its_own_direction(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # Laid left to right as the drawing, "محمد 42 copy" showed as "42 محمد copy": the
+    # digits left of the name they follow. Laid right to left, its first letter's way, it
+    # reads from the right: the name, 42, then "copy" at the left; in its title the name is
+    # isolated, so that ": rule" after it stays after it.
+    from converge_dsl.graph import graph_pipeline, render
+
+    from .test_browser import _PLAIN, _renamed
+
+    source = tmp_path / "arabic.yaml"
+    source.write_text(_PLAIN, encoding="utf-8")
+    page = tmp_path / "arabic.html"
+    graph = _renamed(graph_pipeline(source, inputs={}), _ARABIC_NAMES)
+    page.write_text(render(graph, "html"), "utf-8")
+    _open(browser, page)
+    browser.find_element("id", "canvas").screenshot(str(artifacts / "graph-arabic-labels.png"))
+    for node in ("key:" + _ARABIC_NAMES["alpha"], "suggestor:" + _ARABIC_NAMES["delta"]):
+        name = node.partition(":")[2]
+        at = browser.execute_script(_LETTERS_AT, node)
+        arabic, digits, latin = at[0], at[name.index("42")], at[name.index(" ", -6) + 1]
+        assert arabic > digits > latin, (name, at)
+    title = browser.execute_script(
+        "return document.querySelector('.node.kind-suggestor title').textContent"
+    )
+    assert title == "\u2068" + _ARABIC_NAMES["delta"] + "\u2069: rule"
+    assert (
+        browser.execute_script(
+            "return document.querySelector('.node[data-id=\"key:beta\"] text.name')"
+            ".getAttribute('direction')"
+        )
+        is None
+    )  # (a Latin label as it was)

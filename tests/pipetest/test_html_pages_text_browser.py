@@ -368,6 +368,41 @@ def test_a_lists_draw_lays_the_page_out_a_bounded_number_of_times(
     assert console_errors(browser) == []
 
 
+# Counts, before the page's scripts run, the canvas measures of the lines cut where they read to
+_COUNT_MEASURES = (
+    "var measure = CanvasRenderingContext2D.prototype.measureText; window.measures = 0;"
+    "CanvasRenderingContext2D.prototype.measureText = function () {"
+    " window.measures++; return measure.apply(this, arguments); };"
+)
+
+
+def test_a_line_a_list_draws_again_is_not_measured_again(browser: Any, tmp_path: Path) -> None:
+    # A list draws every row in view on each scroll, and each line cut where it reads to was
+    # measured again (about 7 canvas measures a line): a scroll by a row and back measured
+    # them all twice over. Its cut is kept by its text, its font and its room.
+    cases = [{"name": f"Row {i} " + _LONG_NAMES[0] * 3} for i in range(200)]
+    document = {"evaluation": "e", "passed": True, "metrics": [], "cases": cases}
+    page = tmp_path / "again.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    added = browser.execute_cdp_cmd(
+        "Page.addScriptToEvaluateOnNewDocument", {"source": _COUNT_MEASURES}
+    )
+    try:
+        open_page(browser, page)
+    finally:
+        browser.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", added)
+    first = browser.execute_script("return window.measures")
+    assert first > 0
+    before = _laid(browser, "#cases .row span.c-case")
+    for top in (24, 0):
+        browser.execute_script(f"document.querySelector('#cases .vlist').scrollTop = {top}")
+        browser.execute_script(_TWO_FRAMES)
+    assert browser.execute_script("return window.measures") - first <= 10  # (a row scrolled in)
+    assert _laid(browser, "#cases .row span.c-case") == before  # cut alike
+    assert all("\u2026" in c["text"] for c in before), before
+    assert console_errors(browser) == []
+
+
 _SELECT_AND_COPY = (
     "var box = document.querySelector(arguments[0]), range = document.createRange();"
     "range.selectNodeContents(box.parentNode);"
