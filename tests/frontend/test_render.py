@@ -67,9 +67,7 @@ def test_an_excerpt_shows_hidden_characters_escaped_and_its_caret_counts_them() 
     column = source.index("x") + 1
     out = render_human([_diag(1, column, column + 4)], {"p.yaml": source})
     shown, caret = out.splitlines()[3:5]
-    assert shown == (
-        f"1 | - {{id: a\\u200b\\ufeff, x\\U000e0061\\u200ey: 1, c: {england}, z: 2}}"
-    )
+    assert shown == (f"1 | - {{id: a\\u200b\\ufeff, x\\U000e0061\\u200ey: 1, c: {england}, z: 2}}")
     assert caret.index("^") == shown.index("x\\U")
     assert caret.count("^") == len("x\\U000e0061\\u200ey")
 
