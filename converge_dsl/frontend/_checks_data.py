@@ -19,6 +19,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
+from converge_dsl._escapes import quoted
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean, suggestion
 from converge_dsl.frontend._facts import PipelineFacts
 from converge_dsl.frontend._kinds import TemplateSite
@@ -47,10 +48,10 @@ def key_schemas_valid(facts: PipelineFacts) -> Iterator[Diagnostic]:
         if not isinstance(schema, dict):
             continue
         base: JsonPath = (*key.path, "schema")
-        unsafe = list(_unsafe(facts, f"key {key.name!r}", schema, base))
+        unsafe = list(_unsafe(facts, f"key {quoted(key.name)}", schema, base))
         yield from unsafe
         if not _too_large(unsafe):
-            yield from _meta_errors(facts, f"key {key.name!r}", schema, base)
+            yield from _meta_errors(facts, f"key {quoted(key.name)}", schema, base)
 
 
 def _too_large(found: list[Diagnostic]) -> bool:
@@ -200,13 +201,14 @@ def _item_shapes(facts: PipelineFacts) -> dict[JsonPath, Any]:
         if schema is not None:
             node = item_schema(schema)  # output.schema checks the whole answer
             if node is not None:
-                source = f"output.schema of {spec.name!r}"
+                source = f"output.schema of {quoted(spec.name)}"
                 shapes[where] = DataShape(schema, node, "item (output.schema)", source)
             continue
         target = spec.targets[0] if spec.targets else ""
         schema = facts.key_schemas.get(target)
         if isinstance(schema, dict):
-            label, source = f"item (key {target!r} data)", f"the schema of key {target!r}"
+            named = quoted(target)
+            label, source = f"item (key {named} data)", f"the schema of key {named}"
             shapes[where] = DataShape(schema, schema, label, source)
     return shapes
 
@@ -342,7 +344,7 @@ def _data_errors(
         path = (*where, "data", *inside) if in_yaml else (*where, "data")
         yield facts.error(
             codes.DATA_NOT_VALID,
-            f"data does not match the schema of key {key!r} at {_pointer(inside)}: "
+            f"data does not match the schema of key {quoted(key)} at {_pointer(inside)}: "
             f"{_short(error.message)}",
             path,
             hint=f"the schema is under keys: (name: {key})",

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from converge_dsl._escapes import quoted
 from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.frontend import _joined_keys
 from converge_dsl.frontend._mininodes import Slot
@@ -74,7 +75,7 @@ class KeyRead(tuple[str | None, str, str]):
     @property
     def written(self) -> str:
         """How the read is written, for messages: `count('K')`, `facts.K`, `facts[...]`."""
-        key = "..." if self.key is None else repr(self.key)
+        key = "..." if self.key is None else quoted(self.key)
         if self.style == ".":
             return f"{self.via}.{self.key}"
         if self.style == "[":
@@ -199,9 +200,9 @@ def _misfit(name: str, args: list[Any], kwargs: list[Any]) -> str | None:
     given = set(parameters[: len(args)])
     for keyword in kwargs:
         if keyword.key not in parameters:
-            return f"{name}() with an argument {keyword.key!r} it does not take"
+            return f"{name}() with an argument {quoted(keyword.key)} it does not take"
         if keyword.key in given:
-            return f"{name}() with {keyword.key!r} twice"
+            return f"{name}() with {quoted(keyword.key)} twice"
         given.add(keyword.key)
     missing = [p for p in parameters if p not in given]
     if missing:
