@@ -291,15 +291,29 @@ def _marks(text: str, needle: str, begin: int) -> Iterator[_Mark]:
     if needle.startswith("=") and needle not in _WORDS:
         yield from _numbers(text, needle[1:], begin)
         return
+    if needle.startswith("'"):
+        yield from _literals(text, needle[1:-1], begin)
+        return
     if needle.startswith("."):
         pattern = rf"\.\s*(?P<mark>{re.escape(needle[1:])})(?!\w)"
-    elif needle.startswith("'"):
-        pattern = rf"(?P<mark>(?P<q>['\"]){re.escape(needle[1:-1])}(?P=q))"
     else:
         written = _WORDS.get(needle) or re.escape(needle)
         pattern = rf"(?<![\w])(?P<mark>{written})(?![\w])"
     for match in re.compile(pattern).finditer(text, begin):
         yield (*match.span("mark"), match.end("mark"))
+
+
+def _literals(text: str, value: str, begin: int) -> Iterator[_Mark]:
+    """Where a string literal whose value is `value` is written from `begin` on, as Jinja
+    reads it (`'xy'`, `"xy"`, `'x\\x79'`): from each quote not inside one found."""
+    from converge_dsl.frontend._jinja_strings import LITERAL, unescape
+
+    literal, after = re.compile(LITERAL), begin
+    for quote in re.compile("['\"]").finditer(text, begin):
+        found = literal.match(text, quote.start()) if quote.start() >= after else None
+        if found is not None and unescape(found[0]) == value:
+            after = found.end()
+            yield (*found.span(), after)
 
 
 def _numbers(text: str, value: str, begin: int) -> Iterator[_Mark]:

@@ -529,9 +529,10 @@ def _names(target: Any) -> list[str]:
 
 
 def _literal_needle(value: object) -> str:
-    """The text to find for a literal: a string's in quotes (`'bill'`), else its value
-    after `=` (`=True`, `=2.5`), found however Jinja lets it be written (`true`, `2.50`)."""
-    return repr(value) if isinstance(value, str) else f"={value}"
+    """The text to find for a literal: a string's value in quotes (`'bill'`), else its
+    value after `=` (`=True`, `=2.5`), found however Jinja lets it be written (`"bill"`,
+    `'bi\\x6cl'`, `true`, `2.50`)."""
+    return f"'{value}'" if isinstance(value, str) else f"={value}"
 
 
 def _needle(name: str, mark: str) -> str:
