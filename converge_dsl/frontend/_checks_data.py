@@ -256,11 +256,7 @@ class _Locator:
             mark = self.anywhere[needle]
         if mark is None:
             return document.template_span(path, lineno)
-        start, end, first_end = mark
-        if first_end < end:  # joined literals: whole when they are on one line of the file
-            whole = document.offset_span(path, text, start, end)
-            return whole if whole is not None else document.text_span(path, text, start, first_end)
-        return document.text_span(path, text, start, end)
+        return document.joined_span(path, text, *mark)
 
 
 @functools.cache
