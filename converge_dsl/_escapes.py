@@ -12,8 +12,9 @@ and a search skips.
 read them: `\\ue0041` would read as U+E004 and a `1`): what `frontend.terminal_safe`,
 the pages' `page_text` and a location's file name (`diagnostics.one_line`) show in its
 place; `written(text)` is how a message quotes a text with such characters (a fact id,
-a key name); `yaml_scalar(text)` is `text` as a YAML scalar reads it back (a hint's
-copyable `keys: [{name: ...}]`), double-quoted with `written`'s escapes unless plain.
+a key name), `quoted(text)` the same between its single quotes; `yaml_scalar(text)` is
+`text` as a YAML scalar reads it back (a hint's copyable `keys: [{name: ...}]`),
+double-quoted with `written`'s escapes unless plain.
 `name_on_one_line(text)` escapes newline, tab and the backslash too, one to one:
 a name pytest shows on a report line of its own. `shell_word(text)` is `text` as
 one word a shell reads back as it is, and as safe to show: a command line the
@@ -78,6 +79,11 @@ def written(text: str, *, unprintable: bool = False) -> str:
     if unprintable:
         return re.sub("[^ -&(-~]", _unprintable_escaped, doubled)
     return re.sub(_QUOTED_ESCAPED, escaped, doubled)
+
+
+def quoted(text: str) -> str:
+    """`text` between single quotes as every message quotes a name (`'a\\x09b'`): `written`."""
+    return f"'{written(text)}'"
 
 
 # What `written` escapes (with the backslash, doubled): `HIDDEN`, a space that is not

@@ -39,6 +39,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
+from converge_dsl._escapes import quoted
+
 if TYPE_CHECKING:
     from converge_dsl.diagnostics import Diagnostic, SourceSpan
 
@@ -143,7 +145,7 @@ class RunError(ConvergeError):
         where = ""
         if self.span is not None:  # its file name on one line, as a diagnostic shows it
             where = f"{self.span}: "
-        who = f" (suggestor {self.suggestor!r}" if self.suggestor else ""
+        who = f" (suggestor {quoted(self.suggestor)}" if self.suggestor else ""
         if who:
             who += f", cycle {self.cycle})" if self.cycle is not None else ")"
         return f"{where}{self.message}{who}"

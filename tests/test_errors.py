@@ -89,6 +89,12 @@ def test_str_is_the_code_then_the_text_then_the_hint() -> None:
     assert located.message == "no"
 
 
+def test_a_suggestor_is_named_as_every_message_names_it() -> None:
+    """Python's repr wrote `"it's\\t"`; a name is quoted as every message quotes it."""
+    located = RunError("no", code="CD911", suggestor="it's\t\u200b", cycle=1)
+    assert str(located) == "[CD911] no (suggestor 'it\\x27s\\x09\\u200b', cycle 1)"
+
+
 def test_printed_is_the_heading_the_text_its_place_and_the_hint() -> None:
     error = PackError("alpha is gone\nsecond line", code="CD574", hint="do")
     error.where = "p.yaml:3:5"

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from converge_dsl._escapes import HIDDEN, written
+from converge_dsl._escapes import HIDDEN, quoted, written
 from converge_dsl._fact_ids import id_refusal
 
 
@@ -122,3 +122,7 @@ def test_a_yaml_scalar_reads_back_as_its_text(text: str) -> None:
     from converge_dsl._escapes import yaml_scalar
 
     assert yaml.safe_load(f"[{{name: {yaml_scalar(text)}}}]") == [{"name": text}]
+
+
+def test_quoted_is_written_between_single_quotes() -> None:
+    assert quoted("it's\ta\\b") == "'it\\x27s\\x09a\\\\b'"

@@ -22,6 +22,7 @@ import sys
 from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._escapes import quoted
 from converge_dsl._pyyaml import yaml
 from converge_dsl.diagnostics import SourceSpan, format_path
 from converge_dsl.frontend import _anchors
@@ -184,9 +185,9 @@ class Builder(Replayer):
                 first_line = key_marks[keys.index(key)][0]
                 self.fail(
                     codes.DUPLICATE_KEY,
-                    f"duplicate key {key!r} in {format_path(tuple(path))}",
+                    f"duplicate key {quoted(key)} in {format_path(tuple(path))}",
                     self.span_of(marks),
-                    hint=f"the first {key!r} is on line {first_line + 1}; keep one",
+                    hint=f"the first {quoted(key)} is on line {first_line + 1}; keep one",
                 )
                 self.skip_value()
                 continue

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from converge_dsl._collector import quiet_collector
+from converge_dsl._escapes import quoted
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid
@@ -114,7 +115,7 @@ def _not_loaded(
             reported.append(
                 document.source_map.diagnostic(
                     codes.KIND_NOT_LOADED,
-                    f"suggestor kind {name!r} could not be loaded: {broken[name]}",
+                    f"suggestor kind {quoted(name)} could not be loaded: {broken[name]}",
                     ("suggestors", index, "kind"),
                     hint="fix or reinstall the distribution that provides it",
                 )

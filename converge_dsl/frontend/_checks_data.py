@@ -19,6 +19,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
+from converge_dsl._escapes import quoted
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean, suggestion
 from converge_dsl.frontend._facts import PipelineFacts
 from converge_dsl.frontend._kinds import TemplateSite
@@ -47,10 +48,10 @@ def key_schemas_valid(facts: PipelineFacts) -> Iterator[Diagnostic]:
         if not isinstance(schema, dict):
             continue
         base: JsonPath = (*key.path, "schema")
-        unsafe = list(_unsafe(facts, f"key {key.name!r}", schema, base))
+        unsafe = list(_unsafe(facts, f"key {quoted(key.name)}", schema, base))
         yield from unsafe
         if not _too_large(unsafe):
-            yield from _meta_errors(facts, f"key {key.name!r}", schema, base)
+            yield from _meta_errors(facts, f"key {quoted(key.name)}", schema, base)
 
 
 def _too_large(found: list[Diagnostic]) -> bool:
@@ -200,13 +201,14 @@ def _item_shapes(facts: PipelineFacts) -> dict[JsonPath, Any]:
         if schema is not None:
             node = item_schema(schema)  # output.schema checks the whole answer
             if node is not None:
-                source = f"output.schema of {spec.name!r}"
+                source = f"output.schema of {quoted(spec.name)}"
                 shapes[where] = DataShape(schema, node, "item (output.schema)", source)
             continue
         target = spec.targets[0] if spec.targets else ""
         schema = facts.key_schemas.get(target)
         if isinstance(schema, dict):
-            label, source = f"item (key {target!r} data)", f"the schema of key {target!r}"
+            named = quoted(target)
+            label, source = f"item (key {named} data)", f"the schema of key {named}"
             shapes[where] = DataShape(schema, schema, label, source)
     return shapes
 
@@ -254,11 +256,7 @@ class _Locator:
             mark = self.anywhere[needle]
         if mark is None:
             return document.template_span(path, lineno)
-        start, end, first_end = mark
-        if first_end < end:  # joined literals: whole when they are on one line of the file
-            whole = document.offset_span(path, text, start, end)
-            return whole if whole is not None else document.text_span(path, text, start, first_end)
-        return document.text_span(path, text, start, end)
+        return document.joined_span(path, text, *mark)
 
 
 @functools.cache
@@ -289,15 +287,29 @@ def _marks(text: str, needle: str, begin: int) -> Iterator[_Mark]:
     if needle.startswith("=") and needle not in _WORDS:
         yield from _numbers(text, needle[1:], begin)
         return
+    if needle.startswith("'"):
+        yield from _literals(text, needle[1:-1], begin)
+        return
     if needle.startswith("."):
         pattern = rf"\.\s*(?P<mark>{re.escape(needle[1:])})(?!\w)"
-    elif needle.startswith("'"):
-        pattern = rf"(?P<mark>(?P<q>['\"]){re.escape(needle[1:-1])}(?P=q))"
     else:
         written = _WORDS.get(needle) or re.escape(needle)
         pattern = rf"(?<![\w])(?P<mark>{written})(?![\w])"
     for match in re.compile(pattern).finditer(text, begin):
         yield (*match.span("mark"), match.end("mark"))
+
+
+def _literals(text: str, value: str, begin: int) -> Iterator[_Mark]:
+    """Where a string literal whose value is `value` is written from `begin` on, as Jinja
+    reads it (`'xy'`, `"xy"`, `'x\\x79'`): from each quote not inside one found."""
+    from converge_dsl.frontend._jinja_strings import LITERAL, unescape
+
+    literal, after = re.compile(LITERAL), begin
+    for quote in re.compile("['\"]").finditer(text, begin):
+        found = literal.match(text, quote.start()) if quote.start() >= after else None
+        if found is not None and unescape(found[0]) == value:
+            after = found.end()
+            yield (*found.span(), after)
 
 
 def _numbers(text: str, value: str, begin: int) -> Iterator[_Mark]:
@@ -342,7 +354,7 @@ def _data_errors(
         path = (*where, "data", *inside) if in_yaml else (*where, "data")
         yield facts.error(
             codes.DATA_NOT_VALID,
-            f"data does not match the schema of key {key!r} at {_pointer(inside)}: "
+            f"data does not match the schema of key {quoted(key)} at {_pointer(inside)}: "
             f"{_short(error.message)}",
             path,
             hint=f"the schema is under keys: (name: {key})",

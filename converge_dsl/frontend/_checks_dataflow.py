@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from converge_dsl import codes
-from converge_dsl._escapes import HIDDEN, written, yaml_scalar
+from converge_dsl._escapes import HIDDEN, quoted, written, yaml_scalar
 from converge_dsl.diagnostics import (
     Diagnostic,
     JsonPath,
@@ -90,7 +90,7 @@ def _nth(site: TemplateSite, index: int) -> int:
 
 def _owner(owner: object) -> str:
     kind = "suggestor" if isinstance(owner, SuggestorSpec) else "invariant"
-    return f"{kind} {getattr(owner, 'name', '')!r}"
+    return f"{kind} {quoted(getattr(owner, 'name', ''))}"
 
 
 def key_flow(facts: PipelineFacts) -> Iterator[Diagnostic]:
@@ -107,8 +107,8 @@ def key_flow(facts: PipelineFacts) -> Iterator[Diagnostic]:
             said.update(spec.dependencies)
             yield facts.warning(
                 codes.NEVER_RUNS,
-                f"suggestor {spec.name!r} never runs: nothing produces "
-                + ", ".join(repr(k) for k in spec.dependencies),
+                f"suggestor {quoted(spec.name)} never runs: nothing produces "
+                + ", ".join(quoted(k) for k in spec.dependencies),
                 (*spec.path, "dependencies"),
                 hint="add a seed or suggestor that targets one of these keys",
             )
@@ -241,16 +241,17 @@ def _never_written(
 ) -> Diagnostic:
     read = found[index]
     guess = did_you_mean(str(read.key), sorted(facts.produced_keys - {"diagnostic"}))
+    named = quoted(str(read.key))
     return _located(
         facts.document,
         site,
         found,
         index,
         code=codes.READ_NEVER_WRITTEN,
-        message=f"{_owner(owner)} reads {read.key!r}, which no seed or suggestor writes: "
+        message=f"{_owner(owner)} reads {named}, which no seed or suggestor writes: "
         f"{read.written} never sees a fact",
         hint=(suggestion(guess) + " " if guess else "")
-        + f"write {read.key!r} (a seed, or a suggestor that targets it), or read a key that "
+        + f"write {named} (a seed, or a suggestor that targets it), or read a key that "
         "is written",
     )
 
@@ -262,16 +263,16 @@ def _not_dependency(
     found: tuple[KeyRead, ...],
     index: int,
 ) -> Diagnostic:
-    key = found[index].key
-    listed = ", ".join((*owner.triggers(), str(key)))
+    key = str(found[index].key)
+    listed = ", ".join((*owner.triggers(), key))
     return _located(
         facts.document,
         site,
         found,
         index,
         code=codes.READ_NOT_DEPENDENCY,
-        message=f"{owner.name!r} reads {key!r} but is not re-run when {key!r} changes: it "
-        f"decides on the {key!r} of its last run",
+        message=f"{quoted(owner.name)} reads {quoted(key)} but is not re-run when {quoted(key)} "
+        f"changes: it decides on the {quoted(key)} of its last run",
         hint=f"add it to its dependencies ([{listed}]), or write `dependencies: auto`",
     )
 
@@ -465,15 +466,17 @@ def refires_on_own_output(facts: PipelineFacts) -> Iterator[Diagnostic]:
                 continue
             span, path, what = found
             reported.add(key)
-            rerun = f"is re-run when {key!r} changes" if triggers else "is a candidate every cycle"
+            named = quoted(key)
+            rerun = f"is re-run when {named} changes" if triggers else "is a candidate every cycle"
             yield Diagnostic.at(
                 codes.REFIRES_ON_OWN_OUTPUT,
-                f"{spec.name!r} writes {key!r}, {rerun}, and its {proposal.label} reads {what}: "
+                f"{quoted(spec.name)} writes {named}, {rerun}, and its {proposal.label} reads "
+                f"{what}: "
                 "each run proposes another fact (or conflicts with its last one), so the run "
                 "stops only on a budget (max_cycles, max_facts)",
                 span,
                 path=path,
-                hint=f"guard it: make its `when` read {key!r} (e.g. `not has({key!r})`) or "
+                hint=f"guard it: make its `when` read {named} (e.g. `not has({named})`) or "
                 "`cycle`, or give it dependencies it does not write",
                 severity=Severity.WARNING,
             )
@@ -503,7 +506,7 @@ def _changing(
         for index, read in enumerate(found):
             if read.key == key:
                 span = read_span(facts.document, site.path, site.text, read, _nth(site, index))
-                return span, site.path, repr(key)
+                return span, site.path, quoted(key)
         if every_cycle and "cycle" in _names(site.text, site.expression):
             return word_span(facts.document, site.path, site.text, "cycle"), site.path, "`cycle`"
     return None
@@ -530,17 +533,17 @@ def bound_template_reads(
                 said.add(key)
                 yield facts.warning(
                     codes.READ_NEVER_WRITTEN,
-                    f"{spec.name!r} ({use}) reads {key!r} in its pack template "
+                    f"{quoted(spec.name)} ({use}) reads {quoted(key)} in its pack template "
                     f"({read.written}), which no seed or suggestor writes",
                     (*path, "use"),
-                    hint=f"write {key!r} (a seed, or a suggestor that targets it)",
+                    hint=f"write {quoted(key)} (a seed, or a suggestor that targets it)",
                 )
             elif triggers and key not in allowed and key not in stops:
                 said.add(key)
                 yield facts.warning(
                     codes.READ_NOT_DEPENDENCY,
-                    f"{spec.name!r} ({use}) reads {key!r} in its pack template "
-                    f"({read.written}) but is not re-run when {key!r} changes",
+                    f"{quoted(spec.name)} ({use}) reads {quoted(key)} in its pack template "
+                    f"({read.written}) but is not re-run when {quoted(key)} changes",
                     (*path, "use"),
                     hint=f"give it dependencies: [{', '.join((*triggers, key))}]",
                 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from converge_dsl import codes
+from converge_dsl._escapes import quoted
 from converge_dsl.diagnostics import Diagnostic, did_you_mean, suggestion
 from converge_dsl.frontend._facts import PipelineFacts
 from converge_dsl.keys import BUILTIN_KEYS
@@ -34,7 +35,7 @@ def unique_names(facts: PipelineFacts) -> Iterator[Diagnostic]:
         if name in BUILTIN_KEYS:
             yield facts.error(
                 codes.DUPLICATE_KEY_DECLARATION,
-                f"key {name!r} is built in",
+                f"key {quoted(name)} is built in",
                 path,
                 hint="remove it from 'keys:'; built-in keys need no declaration",
             )
@@ -46,7 +47,7 @@ def known_keys(facts: PipelineFacts) -> Iterator[Diagnostic]:
         if key not in facts.declared_keys:
             yield facts.error(
                 codes.UNKNOWN_CONTEXT_KEY,
-                f"unknown context key {key!r}",
+                f"unknown context key {quoted(key)}",
                 path,
                 hint=_suggest(key, facts.declared_keys) or f"declare it: keys: [{{name: {key}}}]",
             )
@@ -58,7 +59,7 @@ def known_models(facts: PipelineFacts) -> Iterator[Diagnostic]:
             if model not in facts.models:
                 yield facts.error(
                     codes.UNKNOWN_MODEL,
-                    f"unknown model {model!r}",
+                    f"unknown model {quoted(model)}",
                     path,
                     hint=_suggest(model, facts.models) or "declare it under 'models:'",
                 )
@@ -70,7 +71,7 @@ def declared_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
             if pack not in facts.packs:
                 yield facts.error(
                     codes.UNDECLARED_PACK,
-                    f"pack {pack!r} is not declared",
+                    f"pack {quoted(pack)} is not declared",
                     path,
                     hint=_suggest(pack, facts.packs)
                     or f"add it under 'packs:' ({pack}: \">=1.0\")",

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from converge_dsl import codes
+from converge_dsl._escapes import quoted
 from converge_dsl._files import ReferenceRefused, referenced_path, user_roots
 from converge_dsl.diagnostics import Diagnostic, did_you_mean, suggestion
 from converge_dsl.frontend._facts import PipelineFacts
@@ -44,7 +45,7 @@ def tool_references(facts: PipelineFacts) -> Iterator[Diagnostic]:
             if declared is None:
                 yield facts.error(
                     codes.UNKNOWN_TOOL_SERVER,
-                    f"tool server {server!r} is not declared",
+                    f"tool server {quoted(server)} is not declared",
                     path,
                     hint=_guess(server, list(servers))
                     or f"declare it under 'tools:' ({server}: {{command: [...], allow: [...]}})",
@@ -52,7 +53,7 @@ def tool_references(facts: PipelineFacts) -> Iterator[Diagnostic]:
             elif tool != EVERY_TOOL and tool not in declared.allow:
                 yield facts.error(
                     codes.TOOL_NOT_ALLOWED,
-                    f"tool {tool!r} is not in the allow-list of server {server!r} "
+                    f"tool {quoted(tool)} is not in the allow-list of server {quoted(server)} "
                     f"({', '.join(declared.allow)})",
                     path,
                     hint=_guess(tool, declared.allow)
@@ -67,7 +68,7 @@ def undeclared_host(server: HttpServerSpec, source_map: SourceMap, hint: str) ->
         return None
     return source_map.diagnostic(
         codes.TOOL_HOST_NOT_DECLARED,
-        f"the url of tool server {server.name!r} reaches host {server.host!r}, "
+        f"the url of tool server {quoted(server.name)} reaches host {server.host!r}, "
         "which its hosts do not list",
         (*server.path, "url"),
         hint=hint,
@@ -95,7 +96,7 @@ def _stdio(
     for name in sorted(set(server.env_pass) & set(server.env_set)):
         yield facts.error(
             codes.TOOL_ENV_TWICE,
-            f"variable {name!r} of tool server {server.name!r} is both passed and set",
+            f"variable {quoted(name)} of tool server {quoted(server.name)} is both passed and set",
             (*server.path, "env", "set", name),
             on_key=True,
             hint="keep it under one of env.pass (the parent's value) or env.set (this value)",
@@ -110,7 +111,7 @@ def _stdio(
     except ReferenceRefused as refused:
         yield facts.error(
             codes.TOOL_CWD_REFUSED,
-            f"working folder {server.cwd!r} of tool server {server.name!r} is outside the "
+            f"working folder {server.cwd!r} of tool server {quoted(server.name)} is outside the "
             "pipeline's folder",
             where,
             hint=refused.hint,
@@ -119,7 +120,7 @@ def _stdio(
     if not Path(folder).is_dir():
         yield facts.error(
             codes.TOOL_CWD_REFUSED,
-            f"working folder {server.cwd!r} of tool server {server.name!r} is not a folder",
+            f"working folder {server.cwd!r} of tool server {quoted(server.name)} is not a folder",
             where,
             hint=_guess(server.cwd, _siblings(folder)) or "create it, or name an existing folder",
         )
@@ -147,7 +148,7 @@ def pack_tool_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
         if pack not in declared:
             yield facts.error(
                 codes.PACK_TOOL_UNKNOWN,
-                f"pack {pack!r} is not among the pipeline's packs",
+                f"pack {quoted(pack)} is not among the pipeline's packs",
                 path,
                 on_key=on_key,
                 hint=_guess(pack, declared)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from converge_dsl import codes
+from converge_dsl._escapes import quoted
 from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.frontend._facts import PipelineFacts
 
@@ -32,7 +33,7 @@ def unused_declarations(facts: PipelineFacts) -> Iterator[Diagnostic]:
     for name in sorted(facts.models - used_models):
         yield facts.warning(
             codes.UNUSED_MODEL,
-            f"model {name!r} is never used",
+            f"model {quoted(name)} is never used",
             ("models", name),
             on_key=True,
             hint="remove it, or use it in an llm or agent suggestor",
@@ -44,7 +45,7 @@ def unused_declarations(facts: PipelineFacts) -> Iterator[Diagnostic]:
         if name not in referenced and name not in texts:
             yield facts.warning(
                 codes.UNUSED_KEY,
-                f"key {name!r} is declared but never used",
+                f"key {quoted(name)} is declared but never used",
                 (*key.path, "name"),
                 hint="remove it, or read or write it",
             )
@@ -52,7 +53,7 @@ def unused_declarations(facts: PipelineFacts) -> Iterator[Diagnostic]:
         if name not in texts:
             yield facts.warning(
                 codes.UNUSED_INPUT,
-                f"input {name!r} is never read",
+                f"input {quoted(name)} is never read",
                 ("inputs", name),
                 on_key=True,
                 hint=f"read it as '{{{{ inputs.{name} }}}}', or remove it",

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from converge_dsl._escapes import quoted
 from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.frontend import _joined_keys
 from converge_dsl.frontend._mininodes import Slot
@@ -74,7 +75,7 @@ class KeyRead(tuple[str | None, str, str]):
     @property
     def written(self) -> str:
         """How the read is written, for messages: `count('K')`, `facts.K`, `facts[...]`."""
-        key = "..." if self.key is None else repr(self.key)
+        key = "..." if self.key is None else quoted(self.key)
         if self.style == ".":
             return f"{self.via}.{self.key}"
         if self.style == "[":
@@ -199,9 +200,9 @@ def _misfit(name: str, args: list[Any], kwargs: list[Any]) -> str | None:
     given = set(parameters[: len(args)])
     for keyword in kwargs:
         if keyword.key not in parameters:
-            return f"{name}() with an argument {keyword.key!r} it does not take"
+            return f"{name}() with an argument {quoted(keyword.key)} it does not take"
         if keyword.key in given:
-            return f"{name}() with {keyword.key!r} twice"
+            return f"{name}() with {quoted(keyword.key)} twice"
         given.add(keyword.key)
     missing = [p for p in parameters if p not in given]
     if missing:
@@ -381,9 +382,9 @@ def inferred_dependencies(
 
 
 @lru_cache(maxsize=256)
-def _unnamed_spans(text: str, via: str, style: str) -> tuple[tuple[int, int], ...]:
+def _unnamed_spans(text: str, via: str, style: str) -> tuple[tuple[int, int, int], ...]:
     """Where each read through `via` written as `style` whose key is named at run time is,
-    in `text`: the `via`'s characters."""
+    in `text`: the `via`'s characters (start, end, and the end again: one piece)."""
     tail = {
         "": r"(?:\s*\.\s*(?:items|keys|values)\b|\b(?!\s*[\[(.]))",
         "(": r"\s*\((?!\s*['\"])",
@@ -391,7 +392,7 @@ def _unnamed_spans(text: str, via: str, style: str) -> tuple[tuple[int, int], ..
         "get": r"\s*\.\s*get\s*\((?!\s*['\"])",
     }[style]
     pattern = re.compile(rf"(?<![\w.])(?P<via>{via}){tail}")
-    return tuple(match.span("via") for match in pattern.finditer(text))
+    return tuple((*match.span("via"), match.end("via")) for match in pattern.finditer(text))
 
 
 _VIA = "|".join(sorted(NAMESPACES | FUNCTIONS))
@@ -401,7 +402,7 @@ _NAMED = re.compile(
     rf"(?<![\w.])(?P<via>{_VIA})"
     r"(?:\s*\.\s*(?P<get>get\s*\()|\s*\.\s*(?P<attr>\w+)|(?P<item>\s*\[)|(?P<call>\s*\())"
 )
-_Spans = dict[tuple[str, str, str], list[tuple[int, int]]]
+_Spans = dict[tuple[str, str, str], list[tuple[int, int, int]]]
 
 
 @lru_cache(maxsize=64)
@@ -413,7 +414,7 @@ def _spans(text: str) -> _Spans:
     for match in _NAMED.finditer(text):
         via, attr = match["via"], match["attr"]
         if attr is not None:
-            found.setdefault((attr, via, "."), []).append(match.span("attr"))
+            found.setdefault((attr, via, "."), []).append((*match.span("attr"), match.end("attr")))
             continue
         style = "get" if match["get"] is not None else "[" if match["item"] is not None else "("
         argument = _joined_keys.argument(text, match.end())
@@ -426,16 +427,17 @@ def read_span(
     doc: LoadedDocument, path: JsonPath, text: str, read: KeyRead, nth: int = 0
 ) -> SourceSpan:
     """Where the `nth` (0-based) read like `read` of the template at `path` is, in the file:
-    the key's characters inside the string (the joined literals of a joined key, the
-    function or namespace for a key named at run time), mapped through the source map; the
-    template's first line if not found."""
+    the key's characters inside the string (the joined literals of a joined key, its first
+    literal when they cross the file's lines: `LoadedDocument.joined_span`; the function or
+    namespace for a key named at run time), mapped through the source map; the template's
+    first line if not found."""
     if read.key is None:
-        spans: Sequence[tuple[int, int]] = _unnamed_spans(text, read.via, read.style)
+        spans: Sequence[tuple[int, int, int]] = _unnamed_spans(text, read.via, read.style)
     else:
         spans = _spans(text).get((read.key, read.via, read.style), ())
     if not spans:
         return doc.template_span(path, None)
-    return doc.text_span(path, text, *spans[min(nth, len(spans) - 1)])
+    return doc.joined_span(path, text, *spans[min(nth, len(spans) - 1)])
 
 
 def word_span(doc: LoadedDocument, path: JsonPath, text: str, word: str) -> SourceSpan:

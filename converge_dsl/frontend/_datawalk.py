@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._escapes import quoted
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import Severity, did_you_mean, suggestion
 from converge_dsl.frontend import _joined_keys
@@ -252,9 +253,8 @@ class Walker:
                 schema = self.schemas.get(base.key)
                 if schema is None:
                     return None
-                return DataShape(
-                    schema, schema, f"key {base.key!r} data", f"the schema of key {base.key!r}"
-                )
+                named = quoted(base.key)
+                return DataShape(schema, schema, f"key {named} data", f"the schema of key {named}")
             if name not in FACT_FIELDS and name not in _FACT_EXTRA:
                 self._unknown_attribute(name, lineno, needle, occurrence)
             return None
@@ -268,7 +268,7 @@ class Walker:
                 self.findings.append(
                     Finding(
                         codes.UNKNOWN_DATA_FIELD,
-                        f"{base.label} has no field {name!r}",
+                        f"{base.label} has no field {quoted(name)}",
                         suggestion(guess)
                         if guess
                         else f"its fields: {', '.join(names) or '(none)'}",
@@ -283,12 +283,13 @@ class Walker:
                 self.findings.append(
                     Finding(
                         codes.FIELD_NOT_IN_SCHEMA,
-                        f"{base.label} has no field {name!r}: {base.source} names only "
+                        f"{base.label} has no field {quoted(name)}: {base.source} names only "
                         f"{', '.join(names)}, so reading it fails at run time unless the data "
                         "has it anyway",
-                        suggestion(guess) + f" (or add {name!r} to the schema's properties)"
+                        suggestion(guess) + f" (or add {quoted(name)} to the schema's properties)"
                         if guess
-                        else f"add {name!r} to the schema's properties, or read a field it names",
+                        else f"add {quoted(name)} to the schema's properties, or read a field "
+                        "it names",
                         lineno,
                         needle,
                         Severity.WARNING,
@@ -303,7 +304,7 @@ class Walker:
         self.findings.append(
             Finding(
                 codes.UNKNOWN_FACT_ATTRIBUTE,
-                f"facts have no attribute {name!r}",
+                f"facts have no attribute {quoted(name)}",
                 (suggestion(guess) + " " if guess else "") + f"a fact has {', '.join(FACT_FIELDS)}",
                 lineno,
                 needle,
@@ -528,9 +529,10 @@ def _names(target: Any) -> list[str]:
 
 
 def _literal_needle(value: object) -> str:
-    """The text to find for a literal: a string's in quotes (`'bill'`), else its value
-    after `=` (`=True`, `=2.5`), found however Jinja lets it be written (`true`, `2.50`)."""
-    return repr(value) if isinstance(value, str) else f"={value}"
+    """The text to find for a literal: a string's value in quotes (`'bill'`), else its
+    value after `=` (`=True`, `=2.5`), found however Jinja lets it be written (`"bill"`,
+    `'bi\\x6cl'`, `true`, `2.50`)."""
+    return f"'{value}'" if isinstance(value, str) else f"={value}"
 
 
 def _needle(name: str, mark: str) -> str:

@@ -21,6 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from converge_dsl._escapes import quoted
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity
 from converge_dsl.frontend._kinds import KindRegistry, SuggestorKind, SuggestorSpec, TemplateSite
 from converge_dsl.frontend._manifest import InvariantSpec, PipelineManifest, build_manifest
@@ -154,16 +155,16 @@ class PipelineFacts:
         return tuple(owned)
 
     def duplicates(
-        self, items: Iterable[tuple[JsonPath, object]], code: str, what: str
+        self, items: Iterable[tuple[JsonPath, str]], code: str, what: str
     ) -> Iterator[Diagnostic]:
         """An error at each (path, name) whose name came before, naming the first's line."""
-        first: dict[object, JsonPath] = {}
+        first: dict[str, JsonPath] = {}
         for path, name in items:
             if name in first:
                 line = self.source_map.span(first[name]).line
                 yield self.error(
                     code,
-                    f"{what} {name!r} is defined twice",
+                    f"{what} {quoted(name)} is defined twice",
                     path,
                     hint=f"the first one is on line {line}; names must be unique",
                 )

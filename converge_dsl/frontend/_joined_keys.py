@@ -11,8 +11,9 @@ other computed key is.
 `argument(text, start)` reads a key's argument in a template's text (for the
 diagnostic's caret), one literal or joined ones, escapes read as Jinja reads
 them: from just after the call's `(` or the item's `[`; `span(text, start,
-key)` is where it is when it makes `key`, with the end of its first literal, for a
-caller that maps it to the file and finds it crosses a line there.
+key)` is where it is when it makes `key`. Both give the end of its first literal
+too, for a caller that maps the span to the file and finds it crosses a line there
+(`LoadedDocument.joined_span`).
 """
 
 from __future__ import annotations
@@ -98,20 +99,16 @@ def span(text: str, start: int, key: str) -> tuple[int, int, int] | None:
     return found[1:]
 
 
-def argument(text: str, start: int) -> tuple[str, tuple[int, int]] | None:
-    """(the key, its (start, end) in `text`) of the argument that begins at `start` when
-    it is string literals (one, or joined by `~` and `+`) and nothing else, up to the
-    argument's end (a `)`, `]` or `,` outside their parentheses): one literal's characters
-    inside its quotes, or the joined literals from the first quote to the last (the first
-    literal with its quotes when they cross a line of `text`); else None.
+def argument(text: str, start: int) -> tuple[str, tuple[int, int, int]] | None:
+    """(the key, its (start, end, end of the first literal) in `text`) of the argument
+    that begins at `start` when it is string literals (one, or joined by `~` and `+`) and
+    nothing else, up to the argument's end (a `)`, `]` or `,` outside their parentheses):
+    one literal's characters inside its quotes (twice), or the joined literals from the
+    first quote to the last and the first literal with its quotes; else None.
     It reads at most `MAX_NODES` pieces, whatever follows, and `MAX_PARTS` literals, as
     `parts` does."""
     found = _read(text, start)
-    if found is None:
-        return None
-    key, first, last, first_end = found
-    # joined literals across lines are marked by the first, which a caret shows on its line
-    return key, (first, first_end if "\n" in text[first:last] else last)
+    return None if found is None else (found[0], found[1:])
 
 
 def _read(text: str, start: int) -> tuple[str, int, int, int] | None:

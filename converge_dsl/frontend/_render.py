@@ -6,6 +6,9 @@
   caret, with `…` where text was cut. Control characters (C0 other than
   newline/tab, DEL, C1, so ESC and NUL) and bidi controls are shown escaped
   (`\x1b`, `\u202e`, see `terminal_safe`), so no text reaches the terminal raw;
+  the excerpt escapes every character a reader would not see as itself too (a
+  tag character, a zero-width space: `_escapes.HIDDEN`, `\U000e0061`, `\u200b`),
+  so it shows what the file holds, and its caret counts the columns shown;
   the file name of the `-->` line has its newlines and tabs escaped too (`\n`,
   `diagnostics.one_line`), so a location is always one line.
   The excerpt comes from the text the caller gives for a file, else from the
@@ -29,7 +32,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from converge_dsl._escapes import UNSHOWN, escaped
+from converge_dsl._escapes import HIDDEN, UNSHOWN, escaped
 from converge_dsl._reading import ReadRefused, read_text
 from converge_dsl.diagnostics import Diagnostic, location
 from converge_dsl.frontend._cap import Omitted
@@ -109,20 +112,27 @@ def terminal_safe(text: str) -> str:
     return re.sub(UNSHOWN, escaped, text)  # compiled on first use: `re` caches it
 
 
+def _visible(text: str) -> str:
+    """`text` of a source line with each `HIDDEN` character escaped (`escaped`): a superset
+    of `terminal_safe`'s, so a line cannot show other text than its file holds."""
+    return re.sub(HIDDEN, escaped, text)
+
+
 def _excerpt(line: str, start: int, end: int) -> tuple[str, int, int]:
     """The shown part of source `line` marked from index `start` to `end` (0-based, exclusive).
 
-    Returns the text (escaped, cut to `EXCERPT_WIDTH` characters around the
-    mark with `…` where cut), the caret's offset in it and the underline width.
+    Returns the text (escaped by `_visible`, cut to `EXCERPT_WIDTH` characters of
+    the line around the mark with `…` where cut), the caret's offset in it and
+    the underline width, both in characters shown.
     """
     left, right = 0, len(line)
     if len(line) > EXCERPT_WIDTH:
         left = max(0, min(start - EXCERPT_WIDTH // 3, len(line) - EXCERPT_WIDTH))
         right = left + EXCERPT_WIDTH
     stop = min(max(end, start), right)
-    head = ("…" if left else "") + terminal_safe(line[left:start])
-    marked = terminal_safe(line[start:stop])
-    tail = terminal_safe(line[stop:right]) + ("…" if right < len(line) else "")
+    head = ("…" if left else "") + _visible(line[left:start])
+    marked = _visible(line[start:stop])
+    tail = _visible(line[stop:right]) + ("…" if right < len(line) else "")
     return head + marked + tail, len(head), max(1, len(marked))
 
 

@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
+from converge_dsl._escapes import quoted
 from converge_dsl._record import Record
 from converge_dsl._resources import read_schema_text
 from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean, format_path, suggestion
@@ -245,7 +246,9 @@ def _value_at(data: Any, path: JsonPath) -> Any:
 
 
 def _show(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    """`value` in a message: text quoted as a name is (`quoted`: a key name, a suggestor's),
+    anything else as JSON writes it; cut to 60 characters."""
+    text = quoted(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -358,7 +361,7 @@ def _translate(
     if kind == "Required":
         prop = error.kind.property
         hint = _describe(e.schema, [*e.schema_path[:-1], "properties", prop])
-        message = f"missing required key {prop!r} in {e.where}"
+        message = f"missing required key {quoted(prop)} in {e.where}"
         return [e.at(codes.MISSING_FIELD, message, hint=hint, on_key=True)]
     if kind == "Type":
         return [_wrong_type(e)]
@@ -438,7 +441,7 @@ def _bad_form(e: _Error) -> Diagnostic:
             codes.BAD_FORMAT,
             f"{e.where}: {_show(e.value)} is not a valid key name: key names match "
             f"{_KEY_PATTERN} (lowercase letters, digits and '_', starting with a letter)",
-            hint=f"write {fixed!r}",
+            hint=f"write {quoted(fixed)}",
         )
     message = f"{e.where}: {_show(e.value)} has the wrong form"
     return e.at(codes.BAD_FORMAT, message, hint=e.description)
@@ -452,7 +455,7 @@ def _unknown_keys(e: _Error, suggest: Suggestions) -> Iterator[Diagnostic]:
         hint = suggestion(guess) if guess else listed
         yield e.at(
             codes.UNKNOWN_FIELD,
-            f"unknown key {key!r} in {e.where}",
+            f"unknown key {quoted(key)} in {e.where}",
             (*e.path, key),
             hint=hint,
             on_key=True,
@@ -517,7 +520,7 @@ def _property_names(
             span = doc.source_map.key_span((*path, key))
             yield Diagnostic.at(
                 codes.BAD_FORMAT,
-                f"{format_path(path)}: name {key!r} has the wrong form",
+                f"{format_path(path)}: name {quoted(key)} has the wrong form",
                 span,
                 path=(*path, key),
                 hint=f"names must match {pattern}" if pattern else None,

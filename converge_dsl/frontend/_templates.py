@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 
 from converge_dsl import codes
+from converge_dsl._escapes import quoted
 from converge_dsl.diagnostics import (
     Diagnostic,
     JsonPath,
@@ -260,29 +261,30 @@ def _name_problems(
         as_input = inputs is not None and name in inputs and "inputs" in names
         yield unknown(
             codes.UNKNOWN_NAME,
-            f"{what} reads unknown name {name!r}",
+            f"{what} reads unknown name {quoted(name)}",
             name,
             frozenset() if as_input else names,
-            f"{name!r} is an input: read it as 'inputs.{name}'"
+            f"{quoted(name)} is an input: read it as 'inputs.{name}'"
             if as_input
             else f"known names: {', '.join(sorted(names))}",
         )
     for name in sorted(set(filters) - ALLOWED_FILTERS):
         yield unknown(
             codes.UNKNOWN_FILTER,
-            f"{what} uses unknown filter {name!r}",
+            f"{what} uses unknown filter {quoted(name)}",
             name,
             ALLOWED_FILTERS,
             "see docs/errors.md for the allowed filters",
         )
     known = known_tests() if tests else frozenset()
     for name in sorted(set(tests) - known):
-        yield unknown(codes.UNKNOWN_TEST, f"{what} uses unknown test {name!r}", name, known, "")
+        message = f"{what} uses unknown test {quoted(name)}"
+        yield unknown(codes.UNKNOWN_TEST, message, name, known, "")
     if "inputs" in names and inputs is not None:
         for name in sorted(set(read_inputs) - inputs):
             yield unknown(
                 codes.UNKNOWN_INPUT,
-                f"{what} reads undeclared input {name!r}",
+                f"{what} reads undeclared input {quoted(name)}",
                 name,
                 inputs,
                 f"declare it under 'inputs:' ({name}: {{description: ...}})",

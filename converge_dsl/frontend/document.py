@@ -180,6 +180,20 @@ class LoadedDocument(Record):
         lineno = text.count("\n", 0, start) + 1
         return self.template_span(path, lineno, text[start:end])
 
+    def joined_span(
+        self, path: JsonPath, text: str, start: int, end: int, first_end: int
+    ) -> SourceSpan:
+        """`text[start:end]`, string literals joined from `start` on whose first ends at
+        `first_end`, in the file (`text_span`): the whole when on one line of the file,
+        else the first literal, which a caret shows on its line (a folded scalar's line
+        breaks are spaces of `text`: only the file tells)."""
+        if first_end < end:
+            whole = self.offset_span(path, text, start, end)
+            if whole is not None:
+                return whole
+            end = first_end
+        return self.text_span(path, text, start, end)
+
     def template_span(
         self, path: JsonPath, lineno: int | None, needle: str | None = None
     ) -> SourceSpan:

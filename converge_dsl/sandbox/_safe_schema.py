@@ -42,8 +42,10 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeGuard, TypeVar
 
 from converge_dsl import codes
+from converge_dsl._escapes import quoted
 from converge_dsl._json_pointer import pointer, unescape
 from converge_dsl._json_types import JsonSchema
+from converge_dsl.diagnostics import suggestion
 from converge_dsl.sandbox._governor import DeadlinePassed, Exhausted, governed, spend
 from converge_dsl.sandbox._safe_regex import UnsafeSchema, regex_problem, search
 from converge_dsl.sandbox._schema_bounds import canonical, short_message, size_problems, too_large
@@ -99,28 +101,18 @@ def schema_problems(schema: Any) -> list[tuple[tuple[str | int, ...], str, str]]
         return [(where, "size", message) for where, message in sized]
     problems: list[tuple[tuple[str | int, ...], str, str]] = []
     for where in remote_refs(schema):
-        value = _at(schema, where)
-        problems.append(
-            (
-                where,
-                "ref",
-                f"{where[-1]} {value!r} points outside the schema; "
-                "references resolve only within the schema",
-            )
-        )
+        outside = "points outside the schema; references resolve only within the schema"
+        problems.append((where, "ref", f"{_reference(schema, where)} {outside}"))
     for where, guess in dangling_refs(schema):
-        value = _at(schema, where)
-        meant = "" if guess is None else f" (did you mean {guess!r}?)"
-        problems.append(
-            (where, "dangling", f"{where[-1]} {value!r} points to nothing in the schema{meant}")
-        )
+        meant = "" if guess is None else f" ({suggestion(guess)})"
+        nothing = f"points to nothing in the schema{meant}"
+        problems.append((where, "dangling", f"{_reference(schema, where)} {nothing}"))
     for where in misplaced_refs(schema):
-        value = _at(schema, where)
         problems.append(
             (
                 where,
                 "dangling",
-                f"{where[-1]} {value!r} points at a value that is not a schema (no schema "
+                f"{_reference(schema, where)} points at a value that is not a schema (no schema "
                 "keyword holds it), so no check of the schema reads it; put the schema under "
                 "$defs and point there",
             )
@@ -137,10 +129,12 @@ def schema_problems(schema: Any) -> list[tuple[tuple[str | int, ...], str, str]]
     return problems
 
 
-def _at(schema: Any, where: tuple[str | int, ...]) -> Any:
+def _reference(schema: Any, where: tuple[str | int, ...]) -> str:
+    """`$ref '#/x'`: the keyword at `where` in `schema` and the reference it holds, quoted."""
+    value = schema
     for part in where:
-        schema = schema[part]
-    return schema
+        value = value[part]
+    return f"{where[-1]} {quoted(value)}"
 
 
 def check_safe(schema: Any, what: str = "the schema") -> None:

@@ -56,6 +56,7 @@ import jinja2.sandbox
 from jinja2.environment import TemplateExpression
 from jinja2.nodes import EvalContext
 
+from converge_dsl._escapes import quoted
 from converge_dsl.diagnostics import did_you_mean, suggestion
 from converge_dsl.errors import ConvergeError
 from converge_dsl.sandbox._codegen import BoundedCodeGenerator, Generated, generate, parse
@@ -365,7 +366,7 @@ def _named_field(obj: Any, name: Any, value: Any) -> Any:
     names = fields if fields is not None else tuple(sorted(map(str, obj)))
     guess = did_you_mean(str(name), names)
     listed = ", ".join(names[:_MAX_LISTED]) + (", ..." if len(names) > _MAX_LISTED else "")
-    message = f"{noun} has no field {name!r}"
+    message = f"{noun} has no field {quoted(str(name))}"
     if guess is not None:
         message += f" ({suggestion(guess)})"
     message += f"; fields: {listed or 'none'}"

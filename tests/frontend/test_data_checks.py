@@ -476,6 +476,28 @@ def test_a_literal_written_otherwise_than_python_writes_it_has_its_own_caret(
     assert line[: found.column - 1].endswith("== ")
 
 
+@pytest.mark.parametrize(
+    "literal",
+    ["'b\\x69ll'", '"bill"', "'b\\u0069ll'", "'bi\\154l'", "'b\\N{LATIN SMALL LETTER I}ll'"],
+)
+@pytest.mark.parametrize("wrap", ["{}", "{{% if true %}}{}{{% endif %}}"], ids=["fast", "jinja"])
+def test_a_string_literal_written_with_escapes_has_its_own_caret(wrap: str, literal: str) -> None:
+    """Before, `== 'b\\x69ll'` (Jinja's `'bill'`) was searched for as `'bill'`, not found,
+    and the caret covered the whole template."""
+    data = "facts.tickets[0].data"
+    template = wrap.format(
+        f"{{{{ {data}.category == 'x' }}}} {{{{ {data}.category == {literal} }}}}"
+    )
+    rule = (
+        "  - name: r\n    kind: rule\n    dependencies: [tickets]\n    when: 'true'\n"
+        "    emit:\n      - key: strategies\n        id: s\n"
+        f"        content: |\n          {template}\n"
+    )
+    found = [d for d in _diagnostics(rule) if d.code == codes.OUTSIDE_ENUM]
+    lines = (TICKETS + rule).splitlines()
+    assert [lines[d.line - 1][d.column - 1 : d.end_column - 1] for d in found] == ["'x'", literal]
+
+
 class _Document:
     def template_span(self, path: Any, lineno: int) -> str:
         return "the line"

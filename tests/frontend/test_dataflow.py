@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.frontend import _fastjinja, check_document, load_text
-from converge_dsl.frontend._dataflow import KeyRead, reads, stop_guards
+from converge_dsl.frontend._dataflow import KeyRead, read_span, reads, stop_guards
 
 HEAD = """\
 apiVersion: converge-dsl/v1
@@ -156,6 +156,29 @@ def test_an_offset_the_source_cannot_hold_is_none() -> None:
     document = load_text('x: "ab\n  cd"\n', "p.yaml")
     text = document.data["x"]  # "ab cd": the space is a line break of the file
     assert document.offset_span(("x",), text, 1, 4) is None
+
+
+@pytest.mark.parametrize(
+    "scalar",
+    [
+        "x: >\n  {{ count('tri' ~\n  'agx') }}\n",
+        "x: \"{{ count('tri' ~\n  'agx') }}\"\n",
+        "x: a {{ count('tri' ~\n  'agx') }}\n",
+        "x: |\n  {{ count('tri' ~\n  'agx') }}\n",
+        "x: >\n  {{ count('tri' ~ 'agx') }}\n",
+    ],
+    ids=["folded", "double-quoted", "plain", "literal", "one-line"],
+)
+def test_a_key_joined_across_lines_is_marked_on_its_first_literal(scalar: str) -> None:
+    """Before, a folded or flow scalar's line break is a space of the template: the span
+    from the first quote to the last crossed the file's lines, and the caret covered the
+    whole first line. Joined literals on one line are marked whole."""
+    document = load_text(scalar, "p.yaml")
+    text = document.data["x"]
+    span = read_span(document, ("x",), text, reads(text, False)[0])
+    line = document.text.splitlines()[span.line - 1]
+    marked = line[span.column - 1 : span.end_column - 1]
+    assert marked == ("'tri' ~ 'agx'" if "~ 'agx'" in line else "'tri'")
 
 
 def _rule(name: str, deps: str, when: str | None, emit: str) -> str:

@@ -63,7 +63,7 @@ def test_the_text_of_a_joined_key_is_read_within_the_bounds_the_tree_is() -> Non
     most = " ~ ".join(["'a'"] * _joined_keys.MAX_PARTS)
     assert _joined_keys.argument(f"[{most}]", 1) == (
         "a" * _joined_keys.MAX_PARTS,
-        (1, len(most) + 1),
+        (1, len(most) + 1, 4),
     )
     assert _joined_keys.argument(f"[{most} ~ 'a']", 1) is None
 
@@ -152,8 +152,9 @@ def test_the_span_of_a_joined_key_stops_at_its_argument() -> None:
     assert _joined_keys.span("count(" + "(" * 10_000, 6, "a") is None
 
 
-def test_joined_literals_across_lines_are_marked_by_the_first() -> None:
-    """Before, the span ran from the first quote on one line to the last on the next, and
-    the caret fell back to the whole line: now the first literal is marked."""
-    assert _joined_keys.argument("['a' ~\n 'bx']", 1) == ("abx", (1, 4))
-    assert _joined_keys.argument("['a' ~ 'bx']", 1) == ("abx", (1, 11))
+def test_an_argument_is_its_literals_and_the_end_of_the_first() -> None:
+    """The first literal marks joined ones that cross a line of the file (a `|` block's
+    line break, or a folded scalar's space), which only the document can tell."""
+    assert _joined_keys.argument("['a' ~\n 'bx']", 1) == ("abx", (1, 12, 4))
+    assert _joined_keys.argument("['a' ~ 'bx']", 1) == ("abx", (1, 11, 4))
+    assert _joined_keys.argument("['abx']", 1) == ("abx", (2, 5, 5))

@@ -58,6 +58,20 @@ def test_an_excerpt_quotes_the_backslashes_of_its_line_as_written() -> None:
     assert out.splitlines()[0].endswith("id 'caf\\u00e9'")
 
 
+def test_an_excerpt_shows_hidden_characters_escaped_and_its_caret_counts_them() -> None:
+    """Tag characters, a zero-width space, a byte-order mark and a direction mark reached the
+    terminal raw, so a line could show text other than its file holds (Trojan Source); a
+    flag Unicode recommends (a tag sequence drawn as England's) is kept as it is."""
+    england = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
+    source = f"- {{id: a\u200b\ufeff, x\U000e0061\u200ey: 1, c: {england}, z: 2}}\n"
+    column = source.index("x") + 1
+    out = render_human([_diag(1, column, column + 4)], {"p.yaml": source})
+    shown, caret = out.splitlines()[3:5]
+    assert shown == (f"1 | - {{id: a\\u200b\\ufeff, x\\U000e0061\\u200ey: 1, c: {england}, z: 2}}")
+    assert caret.index("^") == shown.index("x\\U")
+    assert caret.count("^") == len("x\\U000e0061\\u200ey")
+
+
 def test_long_line_is_cut_to_a_window_around_the_caret() -> None:
     line = "k: " + "a" * 500_000 + "BAD" + "b" * 500_000
     column = line.index("BAD") + 1

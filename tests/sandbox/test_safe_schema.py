@@ -81,6 +81,26 @@ def test_unevaluated_properties_with_regexes_is_refused() -> None:
     assert [kind for _, kind, _ in schema_problems(schema)] == ["regex"]
 
 
+def test_a_reference_and_its_guess_are_quoted_as_every_message_quotes_a_name() -> None:
+    """The guess was Python's repr (`"#/$defs/it's"`), not `diagnostics.suggestion`."""
+    schema = {
+        "$defs": {"it's": {}},
+        "properties": {
+            "a": {"$ref": "#/$defs/its'"},
+            "b": {"$ref": "other\tfile.json"},
+            "c": {"$ref": "#/properties"},
+        },
+    }
+    assert [message for _, _, message in schema_problems(schema)] == [
+        "$ref 'other\\x09file.json' points outside the schema; references resolve only "
+        "within the schema",
+        "$ref '#/$defs/its\\x27' points to nothing in the schema "
+        "(did you mean '#/$defs/it\\x27s'?)",
+        "$ref '#/properties' points at a value that is not a schema (no schema keyword holds "
+        "it), so no check of the schema reads it; put the schema under $defs and point there",
+    ]
+
+
 def test_validation_observes_the_run_deadline() -> None:
     clock = FakeClock()
     validator = python_validator({"type": "array", "items": {"type": "integer"}})
