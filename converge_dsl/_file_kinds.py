@@ -175,15 +175,33 @@ def file_kind(path: Path) -> str | None:
     is a pipeline. A folder's file of kind None is skipped; one named directly is checked
     as a pipeline.
     """
+    return walked_kind(path)[0]
+
+
+def walked_kind(path: Path) -> tuple[str | None, str | None]:
+    """`file_kind(path)`, and for a file it leaves out that says it is another kind of
+    ours at its top (`PipelineTest`, `ModelScript`, an `Evaluation` or `Pack` of another
+    name) that kind, for a folder walk's note of what it skipped (`skipped_note`); the
+    file is read once."""
     kind = _top_kind(path)
     if kind == PACK and path.name == "pack.yaml":
-        return PACK
+        return PACK, None
     if kind == EVALUATION and path.name.endswith((".eval.yaml", ".eval.yml")):
-        return EVALUATION
+        return EVALUATION, None
     if kind == RUN_CONFIG and path.suffix in {".yaml", ".yml"}:
-        return RUN_CONFIG
-    other = kind is _NOT_OURS or (isinstance(kind, str) and kind in OTHER_KINDS)
-    return None if other else PIPELINE
+        return RUN_CONFIG, None
+    if isinstance(kind, str) and kind in OTHER_KINDS:
+        return None, kind
+    return (None if kind is _NOT_OURS else PIPELINE), None
+
+
+def skipped_note(shown: str, kind: str) -> str:
+    """Why a folder walk did not check the file `shown`, of `kind`: what it is and what
+    takes it (as `refuse_other_kind` says)."""
+    from converge_dsl._escapes import shell_word
+
+    what, how, _ = _KINDS[kind]
+    return f"skipped {shown}: {what} (kind: {kind}); {how.replace('FILE', shell_word(shown))}"
 
 
 def is_evaluation(path: Path) -> bool:

@@ -227,7 +227,8 @@ def parse_case(index: int, text: str, span: SourceSpan | None = None) -> Case:
 
 
 def read_cases(path: Path) -> list[Case]:
-    """Every case of the cases file `path`; `UsageError` when it cannot be read."""
+    """Every case of the cases file `path`; `UsageError` when it cannot be read or holds
+    no case."""
     return cases_in(cases_text(path), path)
 
 
@@ -247,16 +248,28 @@ def cases_text(path: Path) -> str:
 
 
 def cases_in(text: str, path: Path) -> list[Case]:
-    """Every case of `text`, the cases file `path`'s, each located at its line there."""
+    """Every case of `text`, the cases file `path`'s, each located at its line there.
+    A file with no case (empty, or blank lines alone) is a `UsageError` (CD338) located
+    at it, as an evaluation refuses an empty dataset (CD340): a batch of no case would
+    succeed having run nothing."""
     from converge_dsl._files import jsonl_lines
     from converge_dsl.diagnostics import SourceSpan
 
     numbered = enumerate(jsonl_lines(text), 1)
     lines = ((number, line) for number, line in numbered if line.strip())
-    return [
+    cases = [
         parse_case(index, line, SourceSpan(str(path), number, 1, number, len(line) + 1))
         for index, (number, line) in enumerate(lines)
     ]
+    if not cases:
+        error = UsageError(
+            f"--cases {one_line(str(path))} holds no case: nothing would run",
+            hint="give a case a line: a JSON object of its inputs, with an optional `id`",
+            code=codes.INPUT_REFUSED,
+        )
+        error.where = f"{path}:1:1"
+        raise error
+    return cases
 
 
 def cases_of(inputs: Iterator[tuple[int, Mapping[str, Any]] | Case]) -> Iterator[Case]:

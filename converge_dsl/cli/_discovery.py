@@ -22,6 +22,7 @@ from converge_dsl._file_kinds import (
     file_kind,
     kind_named,
     says_ours,
+    walked_kind,
 )
 from converge_dsl._files import display_name
 from converge_dsl._reading import ReadRefused, read_bytes
@@ -77,17 +78,23 @@ def served_pipelines(paths: Sequence[str]) -> list[Path]:
 
 
 def _files_and_kinds(
-    paths: Sequence[str], *, only_pipelines: bool = False
+    paths: Sequence[str],
+    *,
+    only_pipelines: bool = False,
+    skipped: list[tuple[Path, str]] | None = None,
 ) -> list[tuple[Path, str]]:
     """`pipeline_files(paths)`, each with its kind: `file_kind`, and `PIPELINE` for a file
-    named directly that is of no kind of ours."""
+    named directly that is of no kind of ours. A folder's files of another kind of ours
+    that are left out go to `skipped`, each with the kind it says (`walked_kind`)."""
     found: list[tuple[Path, str]] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             inside = sorted(p for pattern in ("*.yaml", "*.yml") for p in path.rglob(pattern))
-            kinds = ((p, file_kind(p)) for p in inside if p.is_file())
-            chosen = [(p, kind) for p, kind in kinds if kind is not None]
+            kinds = [(p, walked_kind(p)) for p in inside if p.is_file()]
+            chosen = [(p, kind) for p, (kind, _) in kinds if kind is not None]
+            if skipped is not None:
+                skipped.extend((p, said) for p, (_, said) in kinds if said is not None)
             if not chosen:
                 raise UsageError(
                     f"no pipeline files found in {raw}",
@@ -115,17 +122,24 @@ def _files_and_kinds(
 
 
 class CheckedFiles(Record):
-    """Every pipeline file `validate PATH...` checked, their diagnostics and their texts."""
+    """Every pipeline file `validate PATH...` checked, their diagnostics and their texts,
+    and the files of other kinds of ours its folders hold that it left out (`skipped`:
+    each with the kind it says)."""
 
-    _fields = ("files", "diagnostics", "sources")
+    _fields = ("files", "diagnostics", "sources", "skipped")
     __slots__ = _fields
 
     def __init__(
-        self, files: tuple[Path, ...], diagnostics: tuple[Diagnostic, ...], sources: dict[str, str]
+        self,
+        files: tuple[Path, ...],
+        diagnostics: tuple[Diagnostic, ...],
+        sources: dict[str, str],
+        skipped: tuple[tuple[Path, str], ...] = (),
     ) -> None:
         self.files = files
         self.diagnostics = diagnostics  # best first, over all files
         self.sources = sources  # display name -> text, for excerpts
+        self.skipped = skipped
 
     @property
     def ok(self) -> bool:
@@ -141,8 +155,10 @@ def check_paths(
     env: Mapping[str, str] | None = None,
 ) -> CheckedFiles:
     """`check_pipeline` (with `roots`, in the environment `env`) on every file of
-    `pipeline_files(paths, only_pipelines=...)`; raises `UsageError` as it does."""
-    files = _files_and_kinds(paths, only_pipelines=only_pipelines)
+    `pipeline_files(paths, only_pipelines=...)`, the files of other kinds of ours it
+    leaves out in `skipped`; raises `UsageError` as it does."""
+    skipped: list[tuple[Path, str]] = []
+    files = _files_and_kinds(paths, only_pipelines=only_pipelines, skipped=skipped)
     diagnostics: list[Diagnostic] = []
     sources: dict[str, str] = {}
     for path, kind in files:
@@ -164,7 +180,10 @@ def check_paths(
         elif checked.diagnostics:
             with contextlib.suppress(OSError, ReadRefused):
                 sources[name] = read_bytes(path, "pipeline").decode("utf-8", errors="replace")
-    return CheckedFiles(tuple(p for p, _ in files), tuple(best_first(diagnostics)), sources)
+    walked = tuple(p for p, _ in files)
+    return CheckedFiles(
+        walked, tuple(best_first(diagnostics)), sources, tuple(dict(skipped).items())
+    )
 
 
 def _evaluation_diagnostics(

@@ -10,7 +10,9 @@ values into failing snapshot expectations (`stop_reason`, `counts`,
 `snapshot`), keeping the file's comments; those cases then count as passed.
 
 Exit codes: 0 every case passed; 1 a case failed or could not run; 2 a test
-file (or a pipeline or model script it names) is invalid; 3 usage error.
+file (or a pipeline or model script it names) is invalid; 3 usage error, and a test
+naming as its pipeline a file of another kind of ours (CD818), as `run` given that
+file exits.
 """
 
 from __future__ import annotations
@@ -65,12 +67,14 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     # Every file is read and checked before any case runs: an invalid one stops all.
     tests: list[TestFile] = []
     invalid: list[Diagnostic] = []
+    exit_code = EXIT_INVALID  # 3 (`TestRefused`) when a test names another kind of file
     paths = test_files(args.paths)
     for path in paths:
         try:
             tests.append(read_test_file(path, env=io.environ, allow_roots=args.allow_root))
         except PipelineInvalid as exc:
             invalid.extend(exc.diagnostics)
+            exit_code = max(exit_code, exc.exit_code)
     if invalid:
         from converge_dsl.cli._render import render
 
@@ -87,7 +91,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             from converge_dsl.pipetest import render_junit_invalid
 
             io.stdout.write(render_junit_invalid(invalid))
-        return EXIT_INVALID
+        return exit_code
     reports: list[CaseReport] = []
     for test in tests:
         reports.extend(run_test_file(test))

@@ -1,11 +1,14 @@
 """`converge-dsl validate PATH... [--format human|json|github|sarif] [--strict]`.
 
 PATH may be a file or a folder. In a folder, every `*.yaml`/`*.yml` file
-(recursively) is validated as a pipeline, except the files that load and say
-`kind: ModelScript`, `Pack` or `PipelineTest` at the top, or that load as a mapping with
-neither `apiVersion` nor `kind` (not a converge-dsl file: a CI workflow); a
-file that does not load, or has `apiVersion` and no or a misspelled `kind`, is
-validated (so its errors are reported). A folder with no pipeline file is a
+(recursively) is validated as its kind (`_file_kinds.file_kind`: a pipeline, a pack's
+`pack.yaml`, a `*.eval.yaml` evaluation, a run configuration), except the files that
+load and say another kind of ours at the top (`ModelScript`, `PipelineTest`, an
+`Evaluation` or `Pack` of another name), which are skipped with a note on standard
+error (how many of each kind; under `--verbose`, each file and what takes it), or that
+load as a mapping with neither `apiVersion` nor `kind` (not a converge-dsl file: a CI
+workflow); a file that does not load, or has `apiVersion` and no or a misspelled
+`kind`, is validated (so its errors are reported). A folder with no pipeline file is a
 usage error (`converge_dsl.cli._discovery.pipeline_files`). Packs are read from the
 pack cache only (`converge-dsl pack fetch` fills it).
 Files a pipeline names must lie inside its folder, or a folder allowed with
@@ -22,9 +25,10 @@ error.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
-from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, QUIET, CommandIO
+from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, QUIET, VERBOSE, CommandIO
 from converge_dsl.cli._render import FORMATS, render
 
 
@@ -68,6 +72,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     )
     for path in checked.files:
         io.detail(f"checked {path}")
+    _say_skipped(checked.skipped, io)
     render(
         checked.diagnostics,
         args.format,
@@ -82,3 +87,26 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     if args.strict and any(not d.is_note for d in checked.diagnostics):
         return EXIT_FAILURE
     return EXIT_OK
+
+
+def _say_skipped(skipped: Sequence[tuple[Path, str]], io: CommandIO) -> None:
+    """The files of other kinds of ours a folder held that were not checked: how many of
+    each kind (on standard error, unless `--quiet`), and under `--verbose` each one, what
+    it is and what takes it, so a test or model script is never taken for a checked file."""
+    from collections import Counter
+
+    from converge_dsl._file_kinds import skipped_note
+
+    if not skipped:
+        return
+    counts = Counter(kind for _, kind in skipped)
+    each = ", ".join(f"{count} {kind}" for kind, count in sorted(counts.items()))
+    more = "" if io.verbosity >= VERBOSE else "; --verbose names each and what takes it"
+    io.note(f"skipped {len(skipped)} file(s) of other kinds ({each}){more}")
+    for path, kind in skipped:
+        named = _CHECKED_NAMED.get(kind)
+        io.detail(skipped_note(str(path), kind) + (f" (validate checks {named})" if named else ""))
+
+
+# The kinds validate checks in a folder only under their names (`_file_kinds.file_kind`).
+_CHECKED_NAMED = {"Evaluation": "one named *.eval.yaml", "Pack": "a pack folder's pack.yaml"}

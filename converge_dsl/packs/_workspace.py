@@ -117,7 +117,12 @@ class PipelinePacks:
         diagnostics = schema_diagnostics(doc, PIPELINE_SCHEMA)
         if data.get("apiVersion") != _API_VERSION or data.get("kind") != "Pipeline":
             # Not a pipeline at all (a trace, a run result, a test file): nothing to lock,
-            # reported as validate reports it, before a lock section is written for it.
+            # before a lock section is written for it. Another kind of ours is one usage
+            # error naming what takes it, as `run` says; anything else is reported as
+            # validate reports it.
+            from converge_dsl._file_kinds import PIPELINE, refuse_other_kind
+
+            refuse_other_kind(doc, PIPELINE)
             found = best_first([d for d in diagnostics if d.is_error])
         else:
             found = [d for d in diagnostics if d.path[:1] in _OURS]

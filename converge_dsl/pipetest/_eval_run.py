@@ -19,8 +19,9 @@ DIR`) each case's pipeline models are recorded into its own cassette, with
 calls are spans). A metric's
 aggregate is the mean score over the cases it applies to, with the 95% Wilson
 interval when every score is a pass or a fail; it passes when the mean reaches
-its threshold. The evaluation passes when every metric does and the mean of
-the metrics' means reaches the overall threshold.
+its threshold. The evaluation passes when every metric does and the overall
+score reaches the overall threshold: the mean of the metrics' means, each counting a
+case that failed its expectation as a 0 (`_overall`).
 """
 
 from __future__ import annotations
@@ -239,7 +240,8 @@ def _run_one(
             )
         )
     aggregates = tuple(_aggregate(m, scored, confusion[m.name]) for m in evaluation.metrics)
-    overall = sum(a.mean for a in aggregates) / len(aggregates) if aggregates else 1.0
+    failed = sum(case.failed_expectation is not None for case in scored)
+    overall = _overall(aggregates, failed)
     return EvalResult(
         evaluation.display,
         tuple(scored),
@@ -445,6 +447,18 @@ def _count(
         return
     found = field_values(body, str(metric.spec["key"]), str(metric.spec.get("field", "")))
     counter[(str(wanted), str(found[0]) if found else "(none)")] += 1
+
+
+def _overall(aggregates: Sequence[Aggregate], failed: int) -> float:
+    """The mean of the metrics' means, each counting the `failed` cases that failed their
+    expectation as scoring 0 (a case's mean, `CaseScores.mean`): no metric scores such a
+    case, and an evaluation whose one failure it is must not read 1.000."""
+    if not aggregates:
+        return 0.0 if failed else 1.0
+    means = [
+        a.mean * a.cases / (a.cases + failed) if a.cases + failed else a.mean for a in aggregates
+    ]
+    return sum(means) / len(means)
 
 
 def _aggregate(

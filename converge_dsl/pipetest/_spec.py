@@ -32,7 +32,7 @@ from converge_dsl.diagnostics import (
     best_first,
     unknown_name_hint,
 )
-from converge_dsl.errors import PipelineInvalid
+from converge_dsl.errors import PipelineInvalid, UsageError
 
 from ._expect import SCHEMA_NAME, Expectations
 
@@ -43,6 +43,15 @@ if TYPE_CHECKING:
 
 TEST_SUFFIXES = (".test.yaml", ".test.yml")
 _NOT_PIPELINES = (*TEST_SUFFIXES, ".script.yaml", ".script.yml")
+
+
+class TestRefused(PipelineInvalid):
+    """A test file naming as a pipeline a file of another kind of ours (an evaluation,
+    a test...: CD818 at its `kind`), with the file's other problems: a usage error
+    (exit 3), as `run` given that file is."""
+
+    __test__ = False  # not a test class, for pytest
+    exit_code = UsageError.exit_code
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +123,8 @@ def read_test_file(
     `pipelines`, the texts an editor holds of files by their resolved path: a
     pipeline the test names that is among them is read from that text.
     Raises `PipelineInvalid` with every located problem of the test file (or
-    of a pipeline it names), `UsageError` when `path` is not a file. `env` is the
+    of a pipeline it names; `TestRefused`, exit 3, when it names a file of another kind
+    of ours as a pipeline), `UsageError` when `path` is not a file. `env` is the
     environment the files are read and the pipelines loaded in (default: the process's).
     """
     from converge_dsl.frontend import load_file, load_text, schema_diagnostics
@@ -131,7 +141,8 @@ def read_test_file(
     reader = _Reader(path, document, env, allow_roots, pipelines or {})
     cases = reader.cases()
     if reader.problems:
-        raise PipelineInvalid(best_first(reader.problems))
+        refused = TestRefused if reader.refused else PipelineInvalid
+        raise refused(best_first(reader.problems))
     return TestFile(path, display, document, cases, reader.loaded)
 
 
@@ -155,6 +166,7 @@ class _Reader:
         self.problems: list[Diagnostic] = []
         self.loaded: dict[Path, Pipeline] = {}
         self._failed: set[Path] = set()
+        self.refused = False  # a file named as a pipeline is another kind of ours
 
     def problem(
         self, code: str, message: str, path: JsonPath, hint: str | None, *, on_key: bool = False
@@ -287,6 +299,7 @@ class _Reader:
             except PipelineInvalid as exc:
                 self._failed.add(key)
                 self.problems.extend(exc.diagnostics)
+                self.refused |= exc.exit_code == UsageError.exit_code  # CD818
                 return None
         return self.loaded[key]
 

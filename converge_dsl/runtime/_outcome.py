@@ -226,12 +226,17 @@ def not_run_diagnostics(
 
 
 def not_run_stop_reason(error: ConvergeError) -> str:
-    """`invalid`, `usage_error` or `error`: the stop reason of a run stopped outside the engine,
-    read from its exit code (docs/stop-reasons.md: invalid is exit 2, usage_error exit 3), so
-    a refusal raised as `PipelineInvalid` with exit 3 (CD818) is a usage error."""
-    if isinstance(error, UsageError) or error.exit_code == UsageError.exit_code:
+    """`invalid`, `usage_error` or `error`: the stop reason of a run stopped outside the engine
+    (docs/stop-reasons.md). A `UsageError` is a usage error, and so is a file refused as
+    `PipelineInvalid` with the usage error's exit code (another kind of ours, CD818; cases
+    giving undeclared inputs, CD802): what the user gave. Another error with exit 3 (the
+    answer cache's store that cannot be opened, CD975) is `error`: something that cannot
+    be used, not the user's usage."""
+    if isinstance(error, UsageError):
         return "usage_error"
-    return "invalid" if isinstance(error, PipelineInvalid) else "error"
+    if isinstance(error, PipelineInvalid):
+        return "usage_error" if error.exit_code == UsageError.exit_code else "invalid"
+    return "error"
 
 
 def not_run_document(

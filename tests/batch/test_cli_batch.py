@@ -10,7 +10,7 @@ import pytest
 
 from converge_dsl.cli import run as cli
 
-from .conftest import ECHO, read_results, write_cases
+from .conftest import ECHO, expected, read_results, write_cases
 
 
 def batch(*args: str) -> tuple[int, str, str]:
@@ -204,6 +204,22 @@ def test_a_bare_resume_without_cases_is_a_usage_error(tmp_path: Path) -> None:
     code, _, err = batch("--resume")
     assert code == 3
     assert "--resume needs DIR" in err
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n"])
+def test_a_cases_file_with_no_case_is_a_located_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    # It ran 0 cases and exited 0, where `eval` refuses an empty dataset (CD340).
+    monkeypatch.chdir(tmp_path)
+    Path("cases.jsonl").write_text(text, encoding="utf-8")
+    code, out, err = batch("--cases", "cases.jsonl", "--out", "results.jsonl")
+    assert (code, out) == (3, "")
+    assert err == expected("no-case.txt", err)
+    assert not Path("results.jsonl").exists()
+    code, out, _ = batch("--cases", "cases.jsonl", "--out", "results.jsonl", "--format", "json")
+    assert code == 3
+    assert json.loads(out)["error"]["where"] == "cases.jsonl:1:1"
 
 
 @pytest.mark.parametrize("executor", ["local", "process"])

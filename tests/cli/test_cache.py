@@ -142,6 +142,25 @@ def test_a_damaged_cache_names_the_clear_that_removes_it_and_clear_does(
     assert cli("cache", "stats", "--cache-dir", folder)[1].startswith("0 entries")
 
 
+def test_a_run_whose_cache_cannot_be_opened_stops_with_error_not_usage_error(
+    tmp_path: Path,
+) -> None:
+    # The run result said `usage_error` (any exit-3 error did): a store that cannot be
+    # opened is no misuse of the command line, but a store that cannot be used.
+    folder = tmp_path / "answers"
+    folder.mkdir()
+    _damage(folder, "no database")
+    pipeline = ROOT / "tests" / "data" / "docs" / "pipeline.yaml"
+    trace = tmp_path / "trace.jsonl"
+    argv = ("run", pipeline, "--cache", "--cache-dir", folder, "--trace", trace)
+    code, out, err = cli(*argv, "--format", "json")
+    assert code == 3, err  # CD975's exit code (docs/errors.md)
+    result = json.loads(out)
+    assert result["stop_reason"] == "error"
+    assert [d["code"] for d in result["diagnostics"]] == ["CD975"]
+    assert not trace.exists()  # the run never started: no trace, as for an invalid pipeline
+
+
 def test_a_cache_folder_that_is_a_file_is_named_so(tmp_path: Path) -> None:
     (tmp_path / "answers").write_text("a file")
     code, _, err = cli("cache", "clear", "--cache-dir", tmp_path / "answers")

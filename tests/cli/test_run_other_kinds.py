@@ -15,6 +15,15 @@ ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = Path(__file__).parent / "expected"
 
 
+# A file of each other kind of ours, and what the refusal's hint says takes it.
+OTHER_KINDS = [
+    ("pipelines/agent-review.test.yaml", "run it with `converge-dsl test "),
+    ("pipelines/agent-review.script.yaml", "a pipeline's model answers from it"),
+    ("builtin_packs/optimization/pack.yaml", "a pipeline uses its pack under `packs:`"),
+    ("tests/frontend/data/dir-is-a-file.run.yaml", "give it to a run of a pipeline: `converge"),
+]
+
+
 def _expect(name: str, text: str) -> None:
     path = EXPECTED / name
     if os.environ.get("UPDATE_EXPECTED"):
@@ -47,12 +56,7 @@ def test_an_evaluation_file_given_to_run_says_to_run_it_with_eval() -> None:
 
 @pytest.mark.parametrize(
     ("path", "said"),
-    [
-        ("pipelines/agent-review.test.yaml", "run it with `converge-dsl test "),
-        ("pipelines/agent-review.script.yaml", "a pipeline's model answers from it"),
-        ("builtin_packs/optimization/pack.yaml", "a pipeline uses its pack under `packs:`"),
-        ("tests/frontend/data/dir-is-a-file.run.yaml", "give it to a run of a pipeline: `converge"),
-    ],
+    OTHER_KINDS,
 )
 def test_every_other_kind_given_to_run_is_one_usage_error_at_its_kind(
     path: str, said: str, tmp_path: Path
@@ -129,3 +133,23 @@ def test_an_evaluation_with_a_wrong_kind_gets_its_schemas_errors(tmp_path: Path)
     assert code == 2, out + err
     assert "CD341" not in out + err
     assert "CD103" in out + err
+
+
+@pytest.mark.parametrize(
+    ("path", "said"),
+    OTHER_KINDS,
+)
+def test_lock_given_another_kind_says_what_it_is_and_what_takes_it(path: str, said: str) -> None:
+    # `lock` read it as a pipeline: CD101 'name', CD103 'kind' and CD100 for each of
+    # its keys, exit 2.
+    code, _, err = _run_command("lock", path)
+    assert code == 3, err
+    assert err.startswith("error[CD818]: this is a")
+    assert f"= hint: {said}" in err
+    assert err.count("error[") == 1
+
+
+def test_lock_given_an_evaluation_says_what_run_says() -> None:
+    code, out, err = _run_command("lock", "pipelines/support-triage/triage.eval.yaml")
+    assert (code, out) == (3, "")
+    _expect("run-evaluation-file.txt", err)

@@ -203,19 +203,25 @@ def test_a_held_lock_file_makes_a_second_writer_give_up_clearly(tmp_path: Path) 
 
 
 @pytest.mark.parametrize(
-    ("name", "text", "first"),
+    ("name", "text", "first", "exit"),
     [
-        ("result.json", '{"stop_reason": "converged", "facts": {}}\n', "error[CD101]"),
-        ("notes.yaml", "a: 1\n", "error[CD100]"),
-        ("case.test.yaml", "apiVersion: converge-dsl/v1\nkind: PipelineTest\ncases: []\n", ""),
+        ("result.json", '{"stop_reason": "converged", "facts": {}}\n', "error[CD101]", 2),
+        ("notes.yaml", "a: 1\n", "error[CD100]", 2),
+        # another kind of ours: one usage error naming what takes it, as `run` says
+        (
+            "case.test.yaml",
+            "apiVersion: converge-dsl/v1\nkind: PipelineTest\ncases: []\n",
+            "error[CD818]",
+            3,
+        ),
     ],
 )
 def test_lock_of_a_file_that_is_no_pipeline_is_refused_and_writes_no_lock(
-    tmp_path: Path, name: str, text: str, first: str
+    tmp_path: Path, name: str, text: str, first: str, exit: int
 ) -> None:
     (tmp_path / name).write_text(text)
     code, out, err = _cli("lock", str(tmp_path / name))
-    assert (code, out) == (2, "")
+    assert (code, out) == (exit, "")
     assert err.startswith(first)
     assert "kind" in err  # it names what makes a pipeline
     assert not (tmp_path / "converge.lock").exists()

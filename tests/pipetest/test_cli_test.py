@@ -45,6 +45,25 @@ def test_an_invalid_pipeline_is_reported_at_the_pipeline(tmp_path: Path) -> None
     assert "error[CD101]" in err
 
 
+@pytest.mark.parametrize("format", ["human", "json", "junit"])
+def test_a_test_naming_an_evaluation_as_its_pipeline_is_a_usage_error_as_run_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, format: str
+) -> None:
+    # `test` exited 2 with the CD818 that `run` gives that same file with exit 3.
+    shutil.copyfile(DATA / "eval" / "classify.eval.yaml", tmp_path / "classify.eval.yaml")
+    (tmp_path / "c.test.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: classify.eval.yaml\n"
+        "cases: [{name: c, expect: {stop_reason: converged}}]\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("test", "c.test.yaml", "--format", format)
+    assert code == cli("run", "classify.eval.yaml")[0] == 3
+    if format == "human":
+        assert (out, err) == ("", expected("evaluation-as-pipeline.expected", err))
+    elif format == "json":
+        assert [d["code"] for d in json.loads(out)] == ["CD818"]
+
+
 def test_usage_errors_exit_3(tmp_path: Path) -> None:
     code, _, err = cli("test", tmp_path / "missing")
     assert code == 3

@@ -323,6 +323,11 @@ def test_a_case_expecting_a_refusal_that_runs_fails_the_evaluation(
     probe = json.loads(out)["cases"][1]
     said = "expected its run to be refused (usage_error); it stopped with converged"
     assert (probe["failed_expectation"], "error" in probe) == (said, False)
+    # The overall read 1.000 with its one failure a case scoring 0: each metric's
+    # mean counts it as a 0 there (1 of 2 cases), in the text, the JSON and the page.
+    assert json.loads(out)["overall"] == 0.5
+    code, out, _ = cli("eval", "e.eval.yaml", "--format", "html")
+    assert '"overall":0.5,' in out
     code, out, _ = cli("eval", "e.eval.yaml", "--format", "junit")
     assert 'message="1 case(s) failed their expectation"' in out
 

@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 
 from converge_dsl import codes
+from converge_dsl._file_kinds import OtherKind
 from converge_dsl.clock import FakeClock
 from converge_dsl.compiler import CompiledPipeline, compile_pipeline, compile_settings
 from converge_dsl.diagnostics import Diagnostic, SourceSpan
@@ -147,6 +148,25 @@ def test_a_run_that_never_started_prints_the_run_result(
     (diagnostic,) = data["diagnostics"]
     assert (diagnostic["code"], diagnostic["file"], diagnostic["line"]) == (code, "p.yaml", line)
     assert EXIT_BY_STOP.get(stop, 1) == getattr(error, "exit_code", 1)
+
+
+def test_a_cache_store_that_cannot_be_opened_is_an_error_with_its_own_exit_code() -> None:
+    # It was `usage_error`, as every error with exit 3 was.
+    from converge_dsl.models.answer_store import CacheStoreError
+
+    error = CacheStoreError("answer cache: cannot open 'a.sqlite3': file is not a database")
+    doc = not_run_document(error, "p.yaml")
+    assert doc.stop_reason == "error"
+    assert [d.code for d in doc.diagnostics] == ["CD975"]
+    assert error.exit_code == 3  # CD975 keeps its exit code (docs/stop-reasons.md)
+
+
+def test_a_file_refused_with_the_usage_exit_code_is_a_usage_error() -> None:
+    refused = Diagnostic.at(
+        "CD818", "this is an evaluation file", SourceSpan("e.yaml", 4, 7, 4, 17)
+    )
+    doc = not_run_document(OtherKind(refused), "e.yaml")
+    assert doc.stop_reason == "usage_error"
 
 
 def test_an_invalid_pipeline_keeps_every_diagnostic_of_validate() -> None:
