@@ -16,6 +16,14 @@ per step:
 
     step S px: script ms  baseline B  now N  off O  read R  (now/baseline X, now/off Y; ...)
 
+Before the times, the baseline's page and the tree's each cut `--lines` lines of a mixed
+corpus (default 3,000: Latin, Hebrew, Arabic with lam-alef, Phoenician and emoji past
+U+FFFF, in boxes of their own widths and font sizes), and the cuts they draw are compared:
+
+    cuts: L lines, C cut, D drawn otherwise by the tree than by the baseline
+
+(the bench exits 1 where D is not 0, listing a few).
+
 `--profile` prints, for the tree's page at the small step, the functions that took the
 most of the frames' CPU (self time, Chrome's sampling profiler).
 """
@@ -24,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -77,6 +86,69 @@ requestAnimationFrame(function () { channel.port2.postMessage(0); });
 """
 
 
+# Pieces the mixed corpus's lines are made of (joined letters and ligatures, and characters
+# past U+FFFF, whose starts' widths are not monotonic in their length)
+PIECES = (
+    "Row 7",
+    "na\u00efve",
+    "WWW",
+    "\u05e9\u05dc\u05d5\u05dd \u05d3\u05d5\u05d3",
+    "\u0639\u064a\u0646\u064a\u0627\u0627\u0644\u0644\u0647",
+    "\u0644\u0627",
+    ARABIC,
+    "\U00010900\U00010901",
+    "\U0001f600",
+    "2026",
+)
+# Lays each of arguments[0] ([text, width px, font px]) in a failed case's name line and
+# fits them: the text each shows
+CUT_CORPUS = """
+var host = document.createElement("div");
+document.body.appendChild(host);
+arguments[0].forEach(function (line) {
+  var outer = document.createElement("div"), name = document.createElement("div");
+  outer.className = "error-case"; name.className = "name"; name.textContent = line[0];
+  name.style.width = line[1] + "px"; name.style.fontSize = line[2] + "px";
+  outer.appendChild(name); host.appendChild(outer);
+});
+fitLines(host);
+return Array.from(host.querySelectorAll(".name"), function (name) { return name.textContent; });
+"""
+
+
+def corpus(count: int) -> list[tuple[str, float, int]]:
+    """`count` lines of mixed scripts, each with its box's width and its font size."""
+    chance = random.Random(count)
+    return [
+        (
+            " ".join(chance.choices(PIECES, k=chance.randint(3, 8))),
+            chance.randint(50, 320) + chance.choice((0.0, 0.25, 0.5)),
+            chance.choice((11, 12, 13, 14)),
+        )
+        for _ in range(count)
+    ]
+
+
+def cuts_differ(driver: Any, paths: dict[str, Path], count: int) -> bool:
+    """Prints how many lines of the mixed corpus the tree cuts otherwise than the
+    baseline; whether any."""
+    lines = corpus(count)
+    shown = {}
+    for name in ("baseline", "now"):
+        opened(driver, paths[name])
+        shown[name] = driver.execute_script(CUT_CORPUS, [list(line) for line in lines])
+    cut = sum("\u2026" in text for text in shown["now"])
+    differ = [
+        (line, old, new)
+        for line, old, new in zip(lines, shown["baseline"], shown["now"], strict=True)
+        if old != new
+    ]
+    print(f"cuts: {len(lines)} lines, {cut} cut, {len(differ)} drawn otherwise by the tree")
+    for line, old, new in differ[:5]:
+        print(f"  {line!r}: baseline {old!r}, tree {new!r}")
+    return bool(differ)
+
+
 def pages(folder: Path, rows: int, baseline: str) -> dict[str, Path]:
     """The eval page with `names.js` as `baseline` held it, as the tree holds it, and
     with fitLines switched off, by those names."""
@@ -120,7 +192,9 @@ def browser() -> Any:
     for flag in FLAGS:
         options.add_argument(flag)
     driver = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-    return webdriver.Chrome(options=options, service=Service(executable_path=driver))
+    found = webdriver.Chrome(options=options, service=Service(executable_path=driver))
+    found.set_script_timeout(300)  # (100 frames take minutes on a loaded machine)
+    return found
 
 
 def opened(driver: Any, page: Path) -> None:
@@ -178,12 +252,14 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=100)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--baseline", default="bedee300")
+    parser.add_argument("--lines", type=int, default=3000)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         paths = pages(Path(tmp), args.rows, args.baseline)
         driver = browser()
         try:
+            differ = cuts_differ(driver, paths, args.lines)
             if args.profile:
                 profile(driver, paths["now"], STEPS[0], args.frames)
             for step in STEPS:
@@ -205,6 +281,8 @@ def main() -> None:
         finally:
             driver.quit()
     print(f"(load {os.getloadavg()[0]:.1f}, {args.runs} runs, best of each)", file=sys.stderr)
+    if differ:
+        sys.exit(1)
 
 
 if __name__ == "__main__":
