@@ -46,8 +46,7 @@ def search_articles(query: str, limit: int = 2) -> list[dict[str, Any]]:
             scored.append((-score, article["id"], article))
     scored.sort(key=lambda found: (found[0], found[1]))
     return [
-        {"id": a["id"], "title": a["title"], "summary": a["summary"]}
-        for _, _, a in scored[:limit]
+        {"id": a["id"], "title": a["title"], "summary": a["summary"]} for _, _, a in scored[:limit]
     ]
 
 
