@@ -15,6 +15,9 @@ place; `written(text)` is how a message quotes a text with such characters (a fa
 a key name), `quoted(text)` the same between its single quotes; `yaml_scalar(text)` is
 `text` as a YAML scalar reads it back (a hint's copyable `keys: [{name: ...}]`),
 double-quoted with `written`'s escapes unless plain.
+`shown(text)` is `HIDDEN` escaped but newline and tab: every part of a diagnostic a
+human rendering prints (`frontend._render`: the text and GitHub forms), whatever
+wrote it; it leaves a backslash alone, so text `written` already escaped is unchanged.
 `name_on_one_line(text)` escapes newline, tab and the backslash too, one to one:
 a name pytest shows on a report line of its own. `shell_word(text)` is `text` as
 one word a shell reads back as it is, and as safe to show: a command line the
@@ -89,6 +92,18 @@ def quoted(text: str) -> str:
 # What `written` escapes (with the backslash, doubled): `HIDDEN`, a space that is not
 # U+0020 (`\s` reads Unicode's) and the quote that delimits it.
 _QUOTED_ESCAPED = f"{HIDDEN}|[^\\S ]|'"
+
+
+def shown(text: str) -> str:
+    """`text` with each `HIDDEN` character but newline and tab escaped (`escaped`), as a
+    human rendering of a diagnostic prints each of its parts: the escapes are ASCII and
+    a backslash is kept, so `shown(shown(t)) == shown(t)` and `written`'s text is kept."""
+    import re
+
+    return re.sub(_SHOWN_ESCAPED, escaped, text)
+
+
+_SHOWN_ESCAPED = f"(?![\t\n]){HIDDEN}"
 
 
 # A name YAML reads back as this very text, unquoted, in a flow mapping too: no indicator,

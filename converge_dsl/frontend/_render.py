@@ -8,7 +8,9 @@
   (`\x1b`, `\u202e`, see `terminal_safe`), so no text reaches the terminal raw;
   the excerpt escapes every character a reader would not see as itself too (a
   tag character, a zero-width space: `_escapes.HIDDEN`, `\U000e0061`, `\u200b`),
-  so it shows what the file holds, and its caret counts the columns shown;
+  so it shows what the file holds, and its caret counts the columns shown; so
+  does every other part printed (message, hint, location, a count line:
+  `_escapes.shown`, here where a diagnostic is rendered, whoever wrote its text);
   the file name of the `-->` line has its newlines and tabs escaped too (`\n`,
   `diagnostics.one_line`), so a location is always one line.
   The excerpt comes from the text the caller gives for a file, else from the
@@ -18,7 +20,10 @@
   be quoted).
 - `render_json`: a list of objects with exactly the keys of `Diagnostic.as_json`
   (plus `omitted` on the entry that counts the diagnostics a cap left out).
-- `render_github`: GitHub Actions workflow commands (`::error file=...`).
+- `render_github`: GitHub Actions workflow commands (`::error file=...`), the
+  message and hint escaped as `render_human`'s (`_escapes.shown`); `file=` is the
+  real name, which GitHub matches against the repository's files.
+- JSON and SARIF are data: every text as the diagnostic holds it, nothing escaped.
 - `render_sarif` (in `_sarif`): a SARIF 2.1.0 log.
 
 Every renderer takes the `Omitted` records of `cap` (`_cap`) and prints them
@@ -32,7 +37,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from converge_dsl._escapes import HIDDEN, UNSHOWN, escaped
+from converge_dsl._escapes import HIDDEN, UNSHOWN, escaped, shown
 from converge_dsl._reading import ReadRefused, read_text
 from converge_dsl.diagnostics import Diagnostic, location
 from converge_dsl.frontend._cap import Omitted
@@ -144,26 +149,24 @@ def _segments(diagnostic: Diagnostic, sources: SourceTexts) -> list[list[Segment
     lines: list[list[Segment]] = [
         [
             (f"{diagnostic.severity.value}[{diagnostic.code}]", colour),
-            (f": {terminal_safe(diagnostic.message)}", "bold"),
+            (f": {shown(diagnostic.message)}", "bold"),
         ]
     ]
     text_lines = sources.lines(diagnostic.file) if diagnostic.excerpt else []
     number = str(diagnostic.line)
     pad = " " * len(number)
-    where = location(diagnostic.file, diagnostic.line, diagnostic.column)
+    where = shown(location(diagnostic.file, diagnostic.line, diagnostic.column))
     lines.append([(f"{pad}--> ", "blue"), (where, "")])
     if 1 <= diagnostic.line <= len(text_lines):
         line = text_lines[diagnostic.line - 1].replace("\t", " ")
         start = min(max(diagnostic.column, 1), len(line) + 1)
         end = diagnostic.end_column if diagnostic.end_line == diagnostic.line else len(line) + 1
-        shown, caret, width = _excerpt(line, start - 1, min(end, len(line) + 1) - 1)
+        excerpt, caret, width = _excerpt(line, start - 1, min(end, len(line) + 1) - 1)
         lines.append([(f"{pad} |", "blue")])
-        lines.append([(f"{number} | ", "blue"), (shown, "")])
+        lines.append([(f"{number} | ", "blue"), (excerpt, "")])
         lines.append([(f"{pad} | ", "blue"), (" " * caret + "^" * width, colour)])
     if diagnostic.hint:
-        lines.append(
-            [(f"{pad} = ", "blue"), ("hint: ", "bold"), (terminal_safe(diagnostic.hint), "")]
-        )
+        lines.append([(f"{pad} = ", "blue"), ("hint: ", "bold"), (shown(diagnostic.hint), "")])
     return lines
 
 
@@ -182,7 +185,7 @@ def render_human(
     texts = SourceTexts(sources)
     blocks = [_segments(d, texts) for d in diagnostics]
     if omitted:
-        blocks.append([[(o.message, "bold")] for o in omitted])
+        blocks.append([[(shown(o.message), "bold")] for o in omitted])
     if not color:
         return "\n\n".join(
             "\n".join("".join(text for text, _ in line).rstrip() for line in block)
@@ -268,7 +271,7 @@ def render_github(diagnostics: Sequence[Diagnostic], omitted: Sequence[Omitted] 
         )
         message = d.message + (f" (hint: {d.hint})" if d.hint else "")
         level = "notice" if d.is_note else d.severity.value  # GitHub's word for a note
-        lines.append(f"::{level} {properties}::{_escape_data(message)}")
+        lines.append(f"::{level} {properties}::{_escape_data(shown(message))}")
     return "".join(line + "\n" for line in lines)
 
 

@@ -133,3 +133,38 @@ def test_a_yaml_excerpt_counts_lines_at_yaml_line_breaks() -> None:
     shown, caret = out.splitlines()[3:5]
     assert shown == '4 | c: "1\\x0c2"'
     assert caret.index("^") == shown.index("\\x0c")
+
+
+_ENGLAND = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
+
+
+def test_every_part_a_human_rendering_prints_escapes_hidden_characters() -> None:
+    """Before, only the excerpt escaped them: a message or hint built from Jinja's,
+    jsonschema's or a check's own words (`fields: a\u200bb`), or a file name, reached
+    the terminal raw, in the text and the GitHub forms. Now each part is escaped
+    where it is rendered; text a message already escaped is kept, and JSON keeps it raw."""
+    from converge_dsl.frontend._render import render_github, render_json
+
+    diagnostic = Diagnostic(
+        code="CD900",
+        severity=Severity.ERROR,
+        message=f"no field 'zz\\u200bzz'; fields: a\u200bb, c\U000e0041d, {_ENGLAND}\nnext",
+        file="p\u200b.yaml",
+        line=1,
+        column=1,
+        end_line=1,
+        end_column=2,
+        hint="at /cat\u200begory\u00ad",
+    )
+    text = render_human([diagnostic], {"p\u200b.yaml": "k: v\n"})
+    github = render_github([diagnostic])
+    for out in (text, github.split("title=CD900", 1)[1]):
+        assert "\u200b" not in out
+        assert "\U000e0041" not in out
+        assert "\xad" not in out
+        assert "no field 'zz\\u200bzz'; fields: a\\u200bb, c\\U000e0041d" in out
+        assert _ENGLAND in out
+        assert "at /cat\\u200begory\\xad" in out
+    assert "--> p\\u200b.yaml:1:1" in text
+    assert f"{_ENGLAND}\nnext" in text
+    assert "fields: a\u200bb" in render_json([diagnostic])
