@@ -488,14 +488,19 @@ def test_a_string_literal_written_with_escapes_has_its_own_caret(wrap: str, lite
     template = wrap.format(
         f"{{{{ {data}.category == 'x' }}}} {{{{ {data}.category == {literal} }}}}"
     )
+    found, lines = _enum_findings_of_block(template)
+    assert [lines[d.line - 1][d.column - 1 : d.end_column - 1] for d in found] == ["'x'", literal]
+
+
+def _enum_findings_of_block(template: str) -> tuple[list[Diagnostic], list[str]]:
+    """The CD304 findings of a rule emitting `template` as a `|` block, and the file's lines."""
     rule = (
         "  - name: r\n    kind: rule\n    dependencies: [tickets]\n    when: 'true'\n"
         "    emit:\n      - key: strategies\n        id: s\n"
         f"        content: |\n          {template}\n"
     )
     found = [d for d in _diagnostics(rule) if d.code == codes.OUTSIDE_ENUM]
-    lines = (TICKETS + rule).splitlines()
-    assert [lines[d.line - 1][d.column - 1 : d.end_column - 1] for d in found] == ["'x'", literal]
+    return found, (TICKETS + rule).splitlines()
 
 
 class _Document:
@@ -579,13 +584,7 @@ def test_a_literal_is_marked_where_jinja_reads_one(template: str, marked: list[s
     from the closing quote of `'tech'`, or a `'bill'` in a comment or a raw block got
     the caret of a later literal. Now the literals are Jinja's lexer's."""
     template = template.replace("d.", "facts.tickets[0].data.")
-    rule = (
-        "  - name: r\n    kind: rule\n    dependencies: [tickets]\n    when: 'true'\n"
-        "    emit:\n      - key: strategies\n        id: s\n"
-        f"        content: |\n          {template}\n"
-    )
-    found = [d for d in _diagnostics(rule) if d.code == codes.OUTSIDE_ENUM]
-    lines = (TICKETS + rule).splitlines()
+    found, lines = _enum_findings_of_block(template)
     assert len(found) == len(marked)
     shown = [lines[d.line - 1][d.column - 1 :] for d in found]
     assert [text[: len(m)] for text, m in zip(shown, marked, strict=True)] == marked
