@@ -15,6 +15,9 @@ place; `written(text)` is how a message quotes a text with such characters (a fa
 a key name), `quoted(text)` the same between its single quotes; `yaml_scalar(text)` is
 `text` as a YAML scalar reads it back (a hint's copyable `keys: [{name: ...}]`),
 double-quoted with `written`'s escapes unless plain.
+`shown(text)` is `HIDDEN` escaped but newline and tab: every part of a diagnostic a
+human rendering prints (`frontend._render`: the text and GitHub forms), whatever
+wrote it; it leaves a backslash alone, so text `written` already escaped is unchanged.
 `name_on_one_line(text)` escapes newline, tab and the backslash too, one to one:
 a name pytest shows on a report line of its own. `shell_word(text)` is `text` as
 one word a shell reads back as it is, and as safe to show: a command line the
@@ -45,10 +48,13 @@ UNSHOWN = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 # first alternative matches whole so that no tag of it is matched alone (`escaped` gives it
 # back as it is). Any other tag run is not drawn as a flag but as U+1F3F4 alone, its tags
 # unseen: text a reader would not see. The whole is one group: `f"{HIDDEN}+"` repeats it.
-HIDDEN = (
-    "(?:\U0001f3f4\U000e0067\U000e0062"
+_TAG_FLAG = (
+    "\U0001f3f4\U000e0067\U000e0062"
     "(?:\U000e0065\U000e006e\U000e0067|\U000e0073\U000e0063\U000e0074"
     "|\U000e0077\U000e006c\U000e0073)\U000e007f"
+)
+HIDDEN = (
+    f"(?:{_TAG_FLAG}"
     "|[\x00-\x1f\x7f-\x9f\xad\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2069\ufeff"
     "\U000e0000-\U000e007f])"
 )
@@ -77,18 +83,46 @@ def written(text: str, *, unprintable: bool = False) -> str:
 
     doubled = text.replace("\\", "\\\\")
     if unprintable:
-        return re.sub("[^ -&(-~]", _unprintable_escaped, doubled)
+        return re.sub(f"{_TAG_FLAG}|[^ -&(-~]", _unprintable_escaped, doubled)
     return re.sub(_QUOTED_ESCAPED, escaped, doubled)
 
 
-def quoted(text: str) -> str:
-    """`text` between single quotes as every message quotes a name (`'a\\x09b'`): `written`."""
-    return f"'{written(text)}'"
+def quoted(text: str, limit: int | None = None) -> str:
+    """`text` between single quotes as every message quotes a name (`'a\\x09b'`): `written`;
+    with `limit`, at most that many characters: cut at an escape's edge, `...` before the
+    closing quote (`'aaaa\\x09...'`)."""
+    inside = written(text)
+    if limit is None or len(inside) + 2 <= limit:
+        return f"'{inside}'"
+    import re
+
+    end = 0
+    for piece in re.finditer(_WRITTEN_PIECE, inside):
+        if piece.end() + 5 > limit:
+            break
+        end = piece.end()
+    return f"'{inside[:end]}...'"
+
+
+# One character of `written`'s text: an escape whole (a flag `HIDDEN` keeps whole too), or one.
+_WRITTEN_PIECE = rf"\\(?:x[0-9a-f]{{2}}|u[0-9a-f]{{4}}|U[0-9a-f]{{8}}|\\)|{HIDDEN}|."
 
 
 # What `written` escapes (with the backslash, doubled): `HIDDEN`, a space that is not
 # U+0020 (`\s` reads Unicode's) and the quote that delimits it.
 _QUOTED_ESCAPED = f"{HIDDEN}|[^\\S ]|'"
+
+
+def shown(text: str) -> str:
+    """`text` with each `HIDDEN` character but newline and tab escaped (`escaped`), as a
+    human rendering of a diagnostic prints each of its parts: the escapes are ASCII and
+    a backslash is kept, so `shown(shown(t)) == shown(t)` and `written`'s text is kept."""
+    import re
+
+    return re.sub(_SHOWN_ESCAPED, escaped, text)
+
+
+_SHOWN_ESCAPED = f"(?![\t\n]){HIDDEN}"
 
 
 # A name YAML reads back as this very text, unquoted, in a flow mapping too: no indicator,
@@ -109,8 +143,8 @@ def yaml_scalar(text: str) -> str:
 
 
 def _unprintable_escaped(found: re.Match[str]) -> str:
-    char = found.group()
-    return char if char.isprintable() and char != "'" else escaped(found)
+    char = found.group()  # a flag `HIDDEN` keeps whole is kept whole here too
+    return char if len(char) > 1 or (char.isprintable() and char != "'") else escaped(found)
 
 
 def name_on_one_line(text: str) -> str:

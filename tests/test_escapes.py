@@ -126,3 +126,35 @@ def test_a_yaml_scalar_reads_back_as_its_text(text: str) -> None:
 
 def test_quoted_is_written_between_single_quotes() -> None:
     assert quoted("it's\ta\\b") == "'it\\x27s\\x09a\\\\b'"
+
+
+def test_a_quoted_text_cut_to_a_limit_is_cut_at_an_escape_edge_and_closed() -> None:
+    """Before, a long value in a schema message was cut at 60 characters of its quoted
+    form: in the middle of an escape (`\\U000e...`), its quote left open."""
+    from converge_dsl._escapes import quoted
+
+    cut = quoted("a" * 20 + "\U000e0041" * 20, 60)
+    assert cut == "'" + "a" * 20 + "\\U000e0041" * 3 + "...'"
+    assert quoted("ab", 60) == "'ab'"
+
+
+def test_a_name_is_written_one_way_whatever_the_message() -> None:
+    """Before, `quoted` kept a flag Unicode recommends whole and CD250's form (which
+    escapes every unprintable character) wrote its tags as escapes: one name, two ways."""
+    from converge_dsl._escapes import written
+
+    england = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
+    name = f"k{england}\U000e0041"
+    assert written(name, unprintable=True) == written(name) == f"k{england}\\U000e0041"
+
+
+def test_a_literal_and_a_schemas_values_are_quoted_as_messages_quote_text() -> None:
+    """Before, CD304's literal and value list were Python's repr (`"it's"`, `None`)."""
+    from converge_dsl.frontend._dataschema import DataShape
+
+    schema = {"enum": ["it's", None, 2]}
+    shape = DataShape(schema, schema, "field", "the schema")
+    assert shape.literal_problem("b\u200b") == (
+        "enum",
+        "'b\\u200b' is not one of its values ('it\\x27s', null, 2)",
+    )

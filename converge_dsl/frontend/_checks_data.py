@@ -6,12 +6,15 @@
 - `data_fields`: templates and expressions that mention facts, `data_of` or
   `item` are walked (`_datawalk`) against the key schemas, on the fast path's
   tree when it accepts the text (no jinja2 import), else on Jinja's (parsed
-  once, shared with the name checks).
+  once, shared with the name checks); a finding's caret is placed on the text it
+  names (a string literal's from the template's literals as Jinja's lexer reads
+  them, once per template).
 - `constant_data`: seed data and constant emit `data` match their key's schema.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections.abc import Iterator, Mapping
@@ -239,24 +242,39 @@ class _Locator:
         # (line, needle) -> its marks found so far, and the search that finds the rest
         self.found: dict[tuple[int, str], tuple[list[_Mark], Iterator[_Mark]]] = {}
         self.anywhere: dict[str, _Mark | None] = {}  # needle -> its first mark, if any
+        self.literals: dict[str, list[tuple[int, int]]] | None = None  # read once, if asked
 
     def __call__(self, lineno: int, needle: str, occurrence: int) -> SourceSpan:
         text, path, document = self.site.text, self.site.path, self.facts.document
         while len(self.starts) < lineno:
             self.starts.append(text.find("\n", self.starts[-1]) + 1 or len(text))
         if (lineno, needle) not in self.found:
-            self.found[lineno, needle] = ([], _marks(text, needle, self.starts[lineno - 1]))
+            self.found[lineno, needle] = ([], self.marks(needle, self.starts[lineno - 1]))
         marks, rest = self.found[lineno, needle]
         marks.extend(islice(rest, max(0, occurrence + 1 - len(marks))))
         if marks:
             mark: _Mark | None = marks[min(occurrence, len(marks) - 1)]
         else:
             if needle not in self.anywhere:
-                self.anywhere[needle] = next(_marks(text, needle, 0), None)
+                self.anywhere[needle] = next(self.marks(needle, 0), None)
             mark = self.anywhere[needle]
         if mark is None:
             return document.template_span(path, lineno)
         return document.joined_span(path, text, *mark)
+
+    def marks(self, needle: str, begin: int) -> Iterator[_Mark]:
+        """Where `needle` is from `begin` on, in order: a string literal's from the
+        template's literals, read once (`_jinja_strings.literal_spans`), the rest by
+        `_marks`."""
+        if not needle.startswith("'"):
+            return _marks(self.site.text, needle, begin)
+        if self.literals is None:
+            from converge_dsl.frontend._jinja_strings import literal_spans
+
+            self.literals = literal_spans(self.site.text, expression=self.site.expression)
+        spans = self.literals.get(needle[1:-1], [])
+        first = bisect.bisect_left(spans, begin, key=lambda span: span[0])
+        return ((start, end, end) for start, end in spans[first:])
 
 
 @functools.cache
@@ -287,9 +305,6 @@ def _marks(text: str, needle: str, begin: int) -> Iterator[_Mark]:
     if needle.startswith("=") and needle not in _WORDS:
         yield from _numbers(text, needle[1:], begin)
         return
-    if needle.startswith("'"):
-        yield from _literals(text, needle[1:-1], begin)
-        return
     if needle.startswith("."):
         pattern = rf"\.\s*(?P<mark>{re.escape(needle[1:])})(?!\w)"
     else:
@@ -297,19 +312,6 @@ def _marks(text: str, needle: str, begin: int) -> Iterator[_Mark]:
         pattern = rf"(?<![\w])(?P<mark>{written})(?![\w])"
     for match in re.compile(pattern).finditer(text, begin):
         yield (*match.span("mark"), match.end("mark"))
-
-
-def _literals(text: str, value: str, begin: int) -> Iterator[_Mark]:
-    """Where a string literal whose value is `value` is written from `begin` on, as Jinja
-    reads it (`'xy'`, `"xy"`, `'x\\x79'`): from each quote not inside one found."""
-    from converge_dsl.frontend._jinja_strings import LITERAL, unescape
-
-    literal, after = re.compile(LITERAL), begin
-    for quote in re.compile("['\"]").finditer(text, begin):
-        found = literal.match(text, quote.start()) if quote.start() >= after else None
-        if found is not None and unescape(found[0]) == value:
-            after = found.end()
-            yield (*found.span(), after)
 
 
 def _numbers(text: str, value: str, begin: int) -> Iterator[_Mark]:

@@ -68,7 +68,7 @@ def undeclared_host(server: HttpServerSpec, source_map: SourceMap, hint: str) ->
         return None
     return source_map.diagnostic(
         codes.TOOL_HOST_NOT_DECLARED,
-        f"the url of tool server {quoted(server.name)} reaches host {server.host!r}, "
+        f"the url of tool server {quoted(server.name)} reaches host {quoted(server.host)}, "
         "which its hosts do not list",
         (*server.path, "url"),
         hint=hint,
@@ -82,7 +82,7 @@ def tool_servers(facts: PipelineFacts, roots: Sequence[Path] | None = None) -> I
     those of `CONVERGE_DSL_ALLOW_ROOTS` in the process's environment)."""
     for server in facts.manifest.tools.values():
         if isinstance(server, HttpServerSpec):
-            fix = f"add {server.host!r} to tools.{server.name}.hosts, or fix the url"
+            fix = f"add {quoted(server.host)} to tools.{server.name}.hosts, or fix the url"
             found = undeclared_host(server, facts.source_map, fix)
             if found is not None:
                 yield found
@@ -111,8 +111,8 @@ def _stdio(
     except ReferenceRefused as refused:
         yield facts.error(
             codes.TOOL_CWD_REFUSED,
-            f"working folder {server.cwd!r} of tool server {quoted(server.name)} is outside the "
-            "pipeline's folder",
+            f"working folder {quoted(server.cwd)} of tool server {quoted(server.name)} is "
+            "outside the pipeline's folder",
             where,
             hint=refused.hint,
         )
@@ -120,7 +120,8 @@ def _stdio(
     if not Path(folder).is_dir():
         yield facts.error(
             codes.TOOL_CWD_REFUSED,
-            f"working folder {server.cwd!r} of tool server {quoted(server.name)} is not a folder",
+            f"working folder {quoted(server.cwd)} of tool server {quoted(server.name)} "
+            "is not a folder",
             where,
             hint=_guess(server.cwd, _siblings(folder)) or "create it, or name an existing folder",
         )

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from converge_dsl._escapes import quoted
 from converge_dsl._json_pointer import resolve as pointer
 from converge_dsl._record import Record
 
@@ -94,14 +95,14 @@ class DataShape(Record):
         if not isinstance(node, Mapping):
             return None
         if "enum" in node and isinstance(node["enum"], list) and value not in node["enum"]:
-            allowed = ", ".join(repr(v) for v in node["enum"])
-            return "enum", f"{value!r} is not one of its values ({allowed})"
+            allowed = ", ".join(shown_value(v) for v in node["enum"])
+            return "enum", f"{shown_value(value)} is not one of its values ({allowed})"
         types = node.get("type")
         types = [types] if isinstance(types, str) else types
         if not isinstance(types, list) or value is None or isinstance(value, bool):
             return None
         if isinstance(value, str) and not {"string"} & set(types):
-            return "type", f"it is {' or '.join(types)}, compared with text {value!r}"
+            return "type", f"it is {' or '.join(types)}, compared with text {quoted(value)}"
         if isinstance(value, int | float) and not {"number", "integer"} & set(types):
             return "type", f"it is {' or '.join(types)}, compared with the number {value!r}"
         return None
@@ -122,8 +123,16 @@ class DataShape(Record):
             return None  # `*` repeats text, `%` formats it, `~` joins anything
         if types & allowed:
             return None
-        shown = f"text {value!r}" if text else f"the number {value!r}"
+        shown = f"text {quoted(value)}" if text else f"the number {value!r}"
         return f"{self.source} makes it {' or '.join(sorted(types))}, and {shown} is not"
+
+
+def shown_value(value: Any) -> str:
+    """A value in a message: text quoted as every message quotes it (`quoted`), anything
+    else as JSON writes it (a schema's `enum` is JSON: `null`, `true`)."""
+    import json
+
+    return quoted(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _json_type(value: Any) -> str:

@@ -24,7 +24,7 @@ from converge_dsl._escapes import quoted
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import Severity, did_you_mean, suggestion
 from converge_dsl.frontend import _joined_keys
-from converge_dsl.frontend._dataschema import DataShape
+from converge_dsl.frontend._dataschema import DataShape, shown_value
 from converge_dsl.frontend._mininodes import Const, Slot
 from converge_dsl.sandbox import FACT_FIELDS
 
@@ -461,7 +461,7 @@ class Walker:
         self.findings.append(
             Finding(
                 codes.TYPE_MISMATCH,
-                f"{shape.label} {operator} {value!r} fails at run time: {why}",
+                f"{shape.label} {operator} {shown_value(value)} fails at run time: {why}",
                 "use a literal of its type, or convert one side first (`| int`, `| string`)",
                 literal.lineno,
                 self._at(literal)[0],
@@ -500,7 +500,8 @@ class Walker:
             self.findings.append(
                 Finding(
                     codes.OUTSIDE_ENUM if kind == "enum" else codes.MISMATCHED_LITERAL,
-                    f"{node.name}({path!r}, {test!r}, ...) {'keeps' if keeps else 'drops'} "
+                    f"{node.name}({shown_value(path)}, {shown_value(test)}, ...) "
+                    f"{'keeps' if keeps else 'drops'} "
                     f"{'no' if keeps else 'every'} fact: {why} ({shape.source})",
                     "test with one of the values the schema allows",
                     item.lineno,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 LITERAL = r"""'[^'\\]*(?:\\.[^'\\]*)*'|"[^"\\]*(?:\\.[^"\\]*)*\""""  # Jinja's lexer's
 # Python's string escapes, as Jinja's lexer decodes them ("unicode-escape"); a backslash
@@ -95,3 +95,43 @@ def spellings(written: str, style: str | None) -> Iterator[tuple[str, str]]:
         at = match.end()
     for index in range(at, len(text)):
         yield text[index], written[starts[index] : ends[index]]
+
+
+def literal_spans(text: str, *, expression: bool) -> dict[str, list[tuple[int, int]]]:
+    """Each value of a string literal of template `text` (a bare expression with
+    `expression`, as the sandbox reads one) -> the (start, end) in `text` of each literal
+    that makes it, in order. Read once by Jinja's own lexer: a quote inside another
+    literal, in a comment or a raw block opens none; a template the lexer refuses gives
+    the literals before the refusal."""
+    import jinja2
+
+    from converge_dsl.sandbox import environment
+
+    normal, origin = _normal_newlines(text)
+    spans: dict[str, list[tuple[int, int]]] = {}
+    at = 0
+    tokens = environment().lexer.tokeniter(normal, None, state="variable" if expression else None)
+    try:
+        for _, kind, value in tokens:
+            # The lexer gives every piece of the text in order; only a whitespace control
+            # (`-}}`) drops some: the next piece is found on.
+            start = normal.find(value, at)
+            if start < 0:
+                break
+            at = start + len(value)
+            if kind == "string":
+                made = unescape(value)
+                if made is not None:
+                    spans.setdefault(made, []).append((origin(start), origin(at - 1) + 1))
+    except jinja2.TemplateSyntaxError:
+        pass
+    return spans
+
+
+def _normal_newlines(text: str) -> tuple[str, Callable[[int], int]]:
+    """`text` with each line break as `\\n`, as Jinja's lexer reads it, and the map of an
+    offset of it back to `text`'s (a `\\r\\n` is one character of it)."""
+    if "\r" not in text:
+        return text, int
+    kept = [at for at, char in enumerate(text) if char != "\r" or text[at + 1 : at + 2] != "\n"]
+    return re.sub("\r\n|\r", "\n", text), kept.__getitem__

@@ -8,7 +8,10 @@
   (`\x1b`, `\u202e`, see `terminal_safe`), so no text reaches the terminal raw;
   the excerpt escapes every character a reader would not see as itself too (a
   tag character, a zero-width space: `_escapes.HIDDEN`, `\U000e0061`, `\u200b`),
-  so it shows what the file holds, and its caret counts the columns shown;
+  so it shows what the file holds, cut to `EXCERPT_WIDTH` columns shown, and its
+  caret counts the columns a terminal shows (a CJK character two); so
+  does every other part printed (message, hint, location, a count line:
+  `_escapes.shown`, here where a diagnostic is rendered, whoever wrote its text);
   the file name of the `-->` line has its newlines and tabs escaped too (`\n`,
   `diagnostics.one_line`), so a location is always one line.
   The excerpt comes from the text the caller gives for a file, else from the
@@ -18,7 +21,10 @@
   be quoted).
 - `render_json`: a list of objects with exactly the keys of `Diagnostic.as_json`
   (plus `omitted` on the entry that counts the diagnostics a cap left out).
-- `render_github`: GitHub Actions workflow commands (`::error file=...`).
+- `render_github`: GitHub Actions workflow commands (`::error file=...`), the
+  message and hint escaped as `render_human`'s (`_escapes.shown`); `file=` is the
+  real name, which GitHub matches against the repository's files.
+- JSON and SARIF are data: every text as the diagnostic holds it, nothing escaped.
 - `render_sarif` (in `_sarif`): a SARIF 2.1.0 log.
 
 Every renderer takes the `Omitted` records of `cap` (`_cap`) and prints them
@@ -32,7 +38,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from converge_dsl._escapes import HIDDEN, UNSHOWN, escaped
+from converge_dsl._escapes import HIDDEN, UNSHOWN, escaped, shown
 from converge_dsl._reading import ReadRefused, read_text
 from converge_dsl.diagnostics import Diagnostic, location
 from converge_dsl.frontend._cap import Omitted
@@ -121,19 +127,69 @@ def _visible(text: str) -> str:
 def _excerpt(line: str, start: int, end: int) -> tuple[str, int, int]:
     """The shown part of source `line` marked from index `start` to `end` (0-based, exclusive).
 
-    Returns the text (escaped by `_visible`, cut to `EXCERPT_WIDTH` characters of
-    the line around the mark with `…` where cut), the caret's offset in it and
-    the underline width, both in characters shown.
+    Returns the text (escaped by `_visible`, cut to `EXCERPT_WIDTH` columns shown around
+    the mark, at a character's or an escape's edge, with `…` where cut), the caret's
+    offset in it and the underline width, both in the columns a terminal gives them
+    (`_columns`: a CJK character or an emoji two, a combining mark none).
     """
-    left, right = 0, len(line)
-    if len(line) > EXCERPT_WIDTH:
-        left = max(0, min(start - EXCERPT_WIDTH // 3, len(line) - EXCERPT_WIDTH))
-        right = left + EXCERPT_WIDTH
-    stop = min(max(end, start), right)
-    head = ("…" if left else "") + _visible(line[left:start])
-    marked = _visible(line[start:stop])
-    tail = _visible(line[stop:right]) + ("…" if right < len(line) else "")
-    return head + marked + tail, len(head), max(1, len(marked))
+    stop = max(end, start)
+    margin = 4 * EXCERPT_WIDTH  # a shown column or more for most characters: room to cut in
+    first = max(0, start - margin)
+    head = _units(line[first:start])
+    marked = _units(line[start:stop][:margin])
+    last = min(len(line), stop + margin)
+    tail = _units(line[stop:last])
+    widths = [sum(width for _, width in part) for part in (head, marked, tail)]
+    cut_left = cut_right = False
+    if first or last < len(line) or stop - start > margin or sum(widths) > EXCERPT_WIDTH:
+        room = min(widths[0], max(EXCERPT_WIDTH // 3, EXCERPT_WIDTH - widths[1] - widths[2]))
+        kept = _taken(head[::-1], room)[::-1]
+        cut_left = first > 0 or len(kept) < len(head)
+        room = EXCERPT_WIDTH - sum(width for _, width in kept)
+        shown_marked = _taken(marked, room) or marked[:1]
+        room -= sum(width for _, width in shown_marked)
+        shown_tail = _taken(tail, room)
+        cut_right = (
+            last < len(line) or len(shown_tail) < len(tail) or len(shown_marked) < len(marked)
+        )
+        head, marked, tail = kept, shown_marked, shown_tail
+    before = ("…" if cut_left else "") + "".join(text for text, _ in head)
+    mark = "".join(text for text, _ in marked)
+    after = "".join(text for text, _ in tail) + ("…" if cut_right else "")
+    return before + mark + after, _columns(before), max(1, _columns(mark))
+
+
+def _units(text: str) -> list[tuple[str, int]]:
+    """Each character of `text` (a `HIDDEN` flag whole) as shown, and its columns."""
+    if text.isascii() and re.search(HIDDEN, text) is None:
+        return [(char, 1) for char in text]
+    return [
+        (shown, _columns(shown))
+        for shown in (
+            escaped(found) if found["hidden"] else found.group()
+            for found in re.finditer(f"(?P<hidden>{HIDDEN})|.", text, re.DOTALL)
+        )
+    ]
+
+
+def _taken(units: list[tuple[str, int]], room: int) -> list[tuple[str, int]]:
+    """The first of `units` that fit in `room` columns."""
+    used = 0
+    for count, (_, width) in enumerate(units):
+        used += width
+        if used > room:
+            return units[:count]
+    return units
+
+
+def _columns(text: str) -> int:
+    """The columns a terminal shows `text` in (rich's `cell_len`: graphemes, East Asian
+    widths); one a character for ASCII, without importing rich."""
+    if text.isascii():
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
 
 
 _COLOURS = {"error": "bold red", "warning": "bold yellow", "note": "bold cyan"}
@@ -144,26 +200,24 @@ def _segments(diagnostic: Diagnostic, sources: SourceTexts) -> list[list[Segment
     lines: list[list[Segment]] = [
         [
             (f"{diagnostic.severity.value}[{diagnostic.code}]", colour),
-            (f": {terminal_safe(diagnostic.message)}", "bold"),
+            (f": {shown(diagnostic.message)}", "bold"),
         ]
     ]
     text_lines = sources.lines(diagnostic.file) if diagnostic.excerpt else []
     number = str(diagnostic.line)
     pad = " " * len(number)
-    where = location(diagnostic.file, diagnostic.line, diagnostic.column)
+    where = shown(location(diagnostic.file, diagnostic.line, diagnostic.column))
     lines.append([(f"{pad}--> ", "blue"), (where, "")])
     if 1 <= diagnostic.line <= len(text_lines):
         line = text_lines[diagnostic.line - 1].replace("\t", " ")
         start = min(max(diagnostic.column, 1), len(line) + 1)
         end = diagnostic.end_column if diagnostic.end_line == diagnostic.line else len(line) + 1
-        shown, caret, width = _excerpt(line, start - 1, min(end, len(line) + 1) - 1)
+        excerpt, caret, width = _excerpt(line, start - 1, min(end, len(line) + 1) - 1)
         lines.append([(f"{pad} |", "blue")])
-        lines.append([(f"{number} | ", "blue"), (shown, "")])
+        lines.append([(f"{number} | ", "blue"), (excerpt, "")])
         lines.append([(f"{pad} | ", "blue"), (" " * caret + "^" * width, colour)])
     if diagnostic.hint:
-        lines.append(
-            [(f"{pad} = ", "blue"), ("hint: ", "bold"), (terminal_safe(diagnostic.hint), "")]
-        )
+        lines.append([(f"{pad} = ", "blue"), ("hint: ", "bold"), (shown(diagnostic.hint), "")])
     return lines
 
 
@@ -182,7 +236,7 @@ def render_human(
     texts = SourceTexts(sources)
     blocks = [_segments(d, texts) for d in diagnostics]
     if omitted:
-        blocks.append([[(o.message, "bold")] for o in omitted])
+        blocks.append([[(shown(o.message), "bold")] for o in omitted])
     if not color:
         return "\n\n".join(
             "\n".join("".join(text for text, _ in line).rstrip() for line in block)
@@ -268,7 +322,7 @@ def render_github(diagnostics: Sequence[Diagnostic], omitted: Sequence[Omitted] 
         )
         message = d.message + (f" (hint: {d.hint})" if d.hint else "")
         level = "notice" if d.is_note else d.severity.value  # GitHub's word for a note
-        lines.append(f"::{level} {properties}::{_escape_data(message)}")
+        lines.append(f"::{level} {properties}::{_escape_data(shown(message))}")
     return "".join(line + "\n" for line in lines)
 
 

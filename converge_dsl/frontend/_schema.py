@@ -248,7 +248,9 @@ def _value_at(data: Any, path: JsonPath) -> Any:
 def _show(value: Any) -> str:
     """`value` in a message: text quoted as a name is (`quoted`: a key name, a suggestor's),
     anything else as JSON writes it; cut to 60 characters."""
-    text = quoted(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str):
+        return quoted(value, 60)  # cut at an escape's edge, the quote closed
+    text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 60 else text[:57] + "..."
 
 

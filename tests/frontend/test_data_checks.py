@@ -488,14 +488,19 @@ def test_a_string_literal_written_with_escapes_has_its_own_caret(wrap: str, lite
     template = wrap.format(
         f"{{{{ {data}.category == 'x' }}}} {{{{ {data}.category == {literal} }}}}"
     )
+    found, lines = _enum_findings_of_block(template)
+    assert [lines[d.line - 1][d.column - 1 : d.end_column - 1] for d in found] == ["'x'", literal]
+
+
+def _enum_findings_of_block(template: str) -> tuple[list[Diagnostic], list[str]]:
+    """The CD304 findings of a rule emitting `template` as a `|` block, and the file's lines."""
     rule = (
         "  - name: r\n    kind: rule\n    dependencies: [tickets]\n    when: 'true'\n"
         "    emit:\n      - key: strategies\n        id: s\n"
         f"        content: |\n          {template}\n"
     )
     found = [d for d in _diagnostics(rule) if d.code == codes.OUTSIDE_ENUM]
-    lines = (TICKETS + rule).splitlines()
-    assert [lines[d.line - 1][d.column - 1 : d.end_column - 1] for d in found] == ["'x'", literal]
+    return found, (TICKETS + rule).splitlines()
 
 
 class _Document:
@@ -517,12 +522,12 @@ def test_a_needle_not_found_is_searched_for_once_whatever_the_findings(
 
     monkeypatch.setattr(_checks_data, "_marks", counted)
     facts = SimpleNamespace(document=_Document())
-    site = SimpleNamespace(text="{{ x == 'a' }}\n" * 500, path=("p",))
+    site = SimpleNamespace(text="{{ x == 'a' }}\n" * 500, path=("p",), expression=False)
     locate = _checks_data._Locator(facts, site)  # type: ignore[arg-type]
     for occurrence in range(1000):
         for needle in ("'b'", "=True"):
             assert locate(1, needle, occurrence) == "the line"
-    assert sorted(searches) == ["'b'", "'b'", "=True", "=True"]  # its line's, then all
+    assert sorted(searches) == ["=True", "=True"]  # its line's, then all (a literal: none)
 
 
 @pytest.mark.parametrize(
@@ -541,3 +546,45 @@ def test_a_field_joined_across_lines_of_a_folding_scalar_is_marked_on_its_first_
     from the first quote to the last crossed the file's lines, and the caret covered the
     whole first line."""
     assert _first_literal_marked(content) == "'cat' ~"
+
+
+def test_many_literal_findings_of_one_line_read_its_literals_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before, each literal's finding read every quote of its line again: 1,000
+    `category == 'vN'` on one line made 1,000,000 reads of a literal (3,000 took 50 s).
+    Now the template's literals are read once, and each finding looks its value up."""
+    from converge_dsl.frontend import _jinja_strings
+
+    real = _jinja_strings.unescape
+    calls: list[str] = []
+
+    def counted(literal: str) -> str | None:
+        calls.append(literal)
+        return real(literal)
+
+    monkeypatch.setattr(_jinja_strings, "unescape", counted)
+    when = " or ".join(f"facts.tickets[0].data.category == 'v{n}'" for n in range(1000))
+    found = [d for d in _diagnostics(_rule("c", when=when)) if d.code == codes.OUTSIDE_ENUM]
+    assert len({d.column for d in found}) == 1000
+    assert len(calls) <= 2 * 1000
+
+
+@pytest.mark.parametrize(
+    ("template", "marked"),
+    [
+        ("{{ d.category == \"x 'bill' y\" or d.category == 'bill' }}", ["\"x 'b", "'bill' }"]),
+        ("{{ d.category in ['tech', ', '] }}", ["', '] }"]),
+        ("{# 'bill' #}{% raw %}'bill'{% endraw %}{{ d.category == 'bill' }}", ["'bill' }"]),
+    ],
+    ids=["inside-another", "between-two", "comment-and-raw"],
+)
+def test_a_literal_is_marked_where_jinja_reads_one(template: str, marked: list[str]) -> None:
+    """Before, any quote opened a literal: `'bill'` inside `"x 'bill' y"`, the `', '`
+    from the closing quote of `'tech'`, or a `'bill'` in a comment or a raw block got
+    the caret of a later literal. Now the literals are Jinja's lexer's."""
+    template = template.replace("d.", "facts.tickets[0].data.")
+    found, lines = _enum_findings_of_block(template)
+    assert len(found) == len(marked)
+    shown = [lines[d.line - 1][d.column - 1 :] for d in found]
+    assert [text[: len(m)] for text, m in zip(shown, marked, strict=True)] == marked

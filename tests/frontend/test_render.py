@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -133,3 +136,80 @@ def test_a_yaml_excerpt_counts_lines_at_yaml_line_breaks() -> None:
     shown, caret = out.splitlines()[3:5]
     assert shown == '4 | c: "1\\x0c2"'
     assert caret.index("^") == shown.index("\\x0c")
+
+
+_ENGLAND = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
+
+
+def test_every_part_a_human_rendering_prints_escapes_hidden_characters() -> None:
+    """Before, only the excerpt escaped them: a message or hint built from Jinja's,
+    jsonschema's or a check's own words (`fields: a\u200bb`), or a file name, reached
+    the terminal raw, in the text and the GitHub forms. Now each part is escaped
+    where it is rendered; text a message already escaped is kept, and JSON keeps it raw."""
+    from converge_dsl.frontend._render import render_github, render_json
+
+    diagnostic = Diagnostic(
+        code="CD900",
+        severity=Severity.ERROR,
+        message=f"no field 'zz\\u200bzz'; fields: a\u200bb, c\U000e0041d, {_ENGLAND}\nnext",
+        file="p\u200b.yaml",
+        line=1,
+        column=1,
+        end_line=1,
+        end_column=2,
+        hint="at /cat\u200begory\u00ad",
+    )
+    text = render_human([diagnostic], {"p\u200b.yaml": "k: v\n"})
+    github = render_github([diagnostic])
+    for out in (text, github.split("title=CD900", 1)[1]):
+        assert "\u200b" not in out
+        assert "\U000e0041" not in out
+        assert "\xad" not in out
+        assert "no field 'zz\\u200bzz'; fields: a\\u200bb, c\\U000e0041d" in out
+        assert _ENGLAND in out
+        assert "at /cat\\u200begory\\xad" in out
+    assert "--> p\\u200b.yaml:1:1" in text
+    assert f"{_ENGLAND}\nnext" in text
+    assert "fields: a\u200bb" in render_json([diagnostic])
+
+
+def test_a_long_line_of_hidden_characters_is_cut_to_the_columns_shown() -> None:
+    """Before, the window was cut on the line's characters, then escaped: 300 tag
+    characters around a mark made an excerpt of about 800 columns. Now it is cut after
+    escaping, at an escape's edge, to `EXCERPT_WIDTH` columns shown."""
+    tags = "\U000e0041" * 300
+    line = f"k: '{tags}' == BAD or '{tags}'"
+    column = line.index("BAD") + 1
+    out = render_human([_diag(1, column, column + 3)], {"p.yaml": line + "\n"})
+    shown, caret = out.splitlines()[3:5]
+    excerpt = shown.removeprefix("1 | ")
+    assert len(excerpt) <= EXCERPT_WIDTH
+    assert re.fullmatch(r"…(\\U000e0041)+' == BAD or '(\\U000e0041)+…", excerpt)
+    assert caret.index("^") == shown.index("BAD")
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        "漢字漢字",
+        "\U0001f468\u200d\U0001f469\u200d\U0001f467",
+        "e\u0301e\u0301",
+        "\U0001f1eb\U0001f1f7",
+        "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f",
+    ],
+    ids=["cjk", "zwj", "combining", "flag", "tag-flag"],
+)
+def test_a_caret_is_placed_by_the_columns_a_terminal_shows(before: str) -> None:
+    """Before, the caret's offset counted characters: after CJK (two columns each), an
+    emoji sequence or combining marks it was off. Now it counts terminal columns."""
+    from rich.cells import cell_len
+
+    line = f"k: '{before}' == BAD"
+    column = line.index("BAD") + 1
+    out = render_human([_diag(1, column, column + 3, "x")], {"p.yaml": line + "\n"})
+    shown, caret = out.splitlines()[3:5]
+    assert caret.index("^") == cell_len(shown[: shown.index("BAD")])
+    assert caret.count("^") == 3
+    out = render_human([_diag(1, 5, 5 + len(before), "x")], {"p.yaml": line + "\n"})
+    caret = out.splitlines()[4]
+    assert caret.count("^") == cell_len(before)
