@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,8 +32,8 @@ if TYPE_CHECKING:
 OTHER_KINDS = frozenset({"Evaluation", "ModelScript", "Pack", "PipelineTest", "RunConfig"})
 
 
-def _top_kind(path: Path) -> object:
-    """The `kind` at the top of the file (None when only `apiVersion` is there);
+def _top(path: Path) -> object:
+    """The top-level mapping of the file (its scalar values as text, `_top_entries`);
     `_UNREAD` when it does not load as a mapping, `_NOT_OURS` for a file that cannot
     name a kind or is a mapping with neither `apiVersion` nor `kind`."""
     from converge_dsl._pyyaml import yaml
@@ -51,7 +52,7 @@ def _top_kind(path: Path) -> object:
         return _UNREAD
     if "kind" not in data and "apiVersion" not in data:
         return _NOT_OURS
-    return data.get("kind")
+    return data
 
 
 class _Unsure(Exception):
@@ -170,10 +171,10 @@ def file_kind(path: Path) -> str | None:
     `RUN_CONFIG` (a `*.yaml`/`.yml` that says `kind: RunConfig`), `PIPELINE`, or None.
 
     None only for a file that loads and is another converge-dsl kind (`kind` is one of
-    `OTHER_KINDS` at the top), or none at all: a mapping with neither `apiVersion` nor
-    `kind` (a CI workflow, an old YAML cassette). Everything else, broken files included,
-    is a pipeline. A folder's file of kind None is skipped; one named directly is checked
-    as a pipeline.
+    `OTHER_KINDS` at the top and no key of a pipeline's that kind lacks: the rule
+    `refuse_other_kind` applies, `other_kind_said`), or none at all: a mapping with
+    neither `apiVersion` nor `kind` (a CI workflow, an old YAML cassette). Everything
+    else, broken files included, is a pipeline. A folder's file of kind None is skipped.
     """
     return walked_kind(path)[0]
 
@@ -183,16 +184,18 @@ def walked_kind(path: Path) -> tuple[str | None, str | None]:
     ours at its top (`PipelineTest`, `ModelScript`, an `Evaluation` or `Pack` of another
     name) that kind, for a folder walk's note of what it skipped (`skipped_note`); the
     file is read once."""
-    kind = _top_kind(path)
+    top = _top(path)
+    kind = top.get("kind") if isinstance(top, dict) else None
     if kind == PACK and path.name == "pack.yaml":
         return PACK, None
     if kind == EVALUATION and path.name.endswith((".eval.yaml", ".eval.yml")):
         return EVALUATION, None
     if kind == RUN_CONFIG and path.suffix in {".yaml", ".yml"}:
         return RUN_CONFIG, None
-    if isinstance(kind, str) and kind in OTHER_KINDS:
-        return None, kind
-    return (None if kind is _NOT_OURS else PIPELINE), None
+    said = other_kind_said(top, PIPELINE) if isinstance(top, dict) else None
+    if said is not None:
+        return None, said
+    return (None if top is _NOT_OURS else PIPELINE), None
 
 
 def skipped_note(shown: str, kind: str) -> str:
@@ -202,6 +205,15 @@ def skipped_note(shown: str, kind: str) -> str:
 
     what, how, _ = _KINDS[kind]
     return f"skipped {shown}: {what} (kind: {kind}); {how.replace('FILE', shell_word(shown))}"
+
+
+def kind_taken(shown: str, kind: str) -> str:
+    """The file `shown`, what it is by its `kind` and what takes it, in a few words
+    (`h.test.yaml (a pipeline test file; run it with `converge-dsl test h.test.yaml`)`)."""
+    from converge_dsl._escapes import shell_word
+
+    what, how, _ = _KINDS[kind]
+    return f"{shown} ({what}; {how.replace('FILE', shell_word(shown))})"
 
 
 def is_evaluation(path: Path) -> bool:
@@ -305,19 +317,32 @@ class OtherKind(PipelineInvalid):
         self.code = diagnostic.code
 
 
+def other_kind_said(data: Mapping[Any, object], wanted: str) -> str | None:
+    """The kind of ours other than `wanted` (`PIPELINE`, `EVALUATION`) that the top-level
+    mapping `data` says at its `kind` (`_KINDS`), or None: no kind, `wanted` itself, no
+    kind of ours, or a document with a top-level key of `wanted`'s schema that the kind
+    it says has not (`_top_keys`), which is `wanted` with a wrong `kind` (a pipeline
+    saying `kind: PipelineTest`), checked as `wanted` so all its errors are said. What a
+    command refuses (`refuse_other_kind`) and what a folder walk skips (`walked_kind`)."""
+    kind = data.get("kind")
+    if not isinstance(kind, str) or kind == wanted or kind not in _KINDS:
+        return None
+    if not (_top_keys(wanted) - _top_keys(kind)).isdisjoint(data):
+        return None
+    return kind
+
+
 def refuse_other_kind(document: LoadedDocument, wanted: str) -> None:
     """Raise `OtherKind` when the loaded `document`, given where a file of kind `wanted`
     (`PIPELINE`, `EVALUATION`) goes, says at its top it is another kind of ours
-    (`_KINDS`), naming what takes it. A kind merged in, a top-level `apiVersion` of
-    another tool (Tekton's `kind: PipelineTest`), or a key of `wanted`'s that the kind
-    said has not (`_top_keys`), is left to the loader's checks."""
+    (`other_kind_said`), naming what takes it. A kind merged in, or a top-level
+    `apiVersion` of another tool (Tekton's `kind: PipelineTest`), is left to the
+    loader's checks."""
     data = document.data
     if not isinstance(data, dict):
         return
-    kind = data.get("kind")
-    if not isinstance(kind, str) or kind == wanted or kind not in _KINDS:
-        return
-    if not (_top_keys(wanted) - _top_keys(kind)).isdisjoint(data):
+    kind = other_kind_said(data, wanted)
+    if kind is None:
         return
     api = data.get("apiVersion")
     if isinstance(api, str) and _OTHER_API.search(f"apiVersion: {api}") is not None:

@@ -19,8 +19,9 @@ from converge_dsl._file_kinds import (
     EVALUATION,
     PACK,
     PIPELINE,
-    file_kind,
     kind_named,
+    kind_taken,
+    refuse_other_kind,
     says_ours,
     walked_kind,
 )
@@ -39,8 +40,9 @@ def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> lis
     pipelines, and the pack manifests, evaluation files and run configurations that
     `validate` checks as their commands read them; the files that load and say `kind:
     ModelScript` or `PipelineTest` at the top, or that load as a mapping with neither
-    `apiVersion` nor `kind`, are skipped. A folder with none of them, or a path that does
-    not exist, is a `UsageError`.
+    `apiVersion` nor `kind`, are skipped (`_walk` says which folders are entered). A
+    folder with none of them (the hint naming what it skipped), or a path that does not
+    exist, is a `UsageError`. An evaluation file of any name named directly is one.
     With `only_pipelines`, a file named directly is kept only when it says it is
     a converge-dsl pipeline (`says_pipeline`) or an evaluation file, as a pre-commit
     hook needs.
@@ -90,21 +92,21 @@ def _files_and_kinds(
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            inside = sorted(p for pattern in ("*.yaml", "*.yml") for p in path.rglob(pattern))
-            kinds = [(p, walked_kind(p)) for p in inside if p.is_file()]
+            kinds = [(p, walked_kind(p)) for p in _walk(path)]
             chosen = [(p, kind) for p, (kind, _) in kinds if kind is not None]
+            left_out = [(p, said) for p, (_, said) in kinds if said is not None]
             if skipped is not None:
-                skipped.extend((p, said) for p, (_, said) in kinds if said is not None)
+                skipped.extend(left_out)
             if not chosen:
                 raise UsageError(
                     f"no pipeline files found in {raw}",
-                    hint="a folder is searched for *.yaml and *.yml pipeline files "
-                    "and pack.yaml pack manifests",
+                    hint=_none_found_hint(left_out),
                     code=codes.PATH_NOT_FOUND,
                 )
             found.extend(chosen)
         elif path.exists():  # a FIFO or device too: its reader refuses it (CD930)
-            kind = file_kind(path) if path.is_file() else PIPELINE
+            kind, said = walked_kind(path) if path.is_file() else (PIPELINE, None)
+            kind = EVALUATION if said == EVALUATION else kind  # of any name, named directly
             # the last test is `says_pipeline(path)`, the kind read once (its YAML loaded)
             if (
                 not only_pipelines
@@ -118,7 +120,60 @@ def _files_and_kinds(
                 hint="give pipeline files or folders",
                 code=codes.PATH_NOT_FOUND,
             )
-    return list(dict(found).items())
+    return _once(found)
+
+
+# Folders a walk never enters, as linters and test runners skip them (a hidden folder,
+# `.git`, `.venv`, is never entered either, nor a virtual environment of any name: one
+# holding `pyvenv.cfg`): other projects' files, not the user's.
+_NOT_ENTERED = frozenset({"node_modules", "__pycache__"})
+
+
+def _walk(folder: Path) -> list[Path]:
+    """The `*.yaml`/`*.yml` files under `folder` (sorted), each file once: no hidden
+    folder, virtual environment or `_NOT_ENTERED` folder below `folder` is entered, no
+    link to a folder followed, and a file reached twice (through a link) is counted once
+    (`_once`)."""
+    import os
+
+    files: list[Path] = []
+    for top, folders, names in os.walk(folder):
+        here = Path(top)
+        folders[:] = [
+            name
+            for name in folders
+            if not name.startswith(".")
+            and name not in _NOT_ENTERED
+            and not (here / name / "pyvenv.cfg").exists()
+        ]
+        files.extend(here / name for name in names if name.endswith((".yaml", ".yml")))
+    return [path for path, _ in _once([(p, "") for p in sorted(files) if p.is_file()])]
+
+
+def _once(found: Sequence[tuple[Path, str]]) -> list[tuple[Path, str]]:
+    """`found` with each file once, by the file it resolves to: of a file and a link to
+    it, the file is kept (a link when only links to it were given), where first reached."""
+    kept: dict[Path, tuple[Path, str]] = {}
+    for path, kind in found:
+        try:
+            key = path.resolve()
+        except (OSError, RuntimeError):  # a loop of links: its reader says so
+            key = path.absolute()
+        if key not in kept or (kept[key][0].is_symlink() and not path.is_symlink()):
+            kept[key] = (path, kind)
+    return list(kept.values())
+
+
+def _none_found_hint(left_out: Sequence[tuple[Path, str]]) -> str:
+    """What a folder with no file `validate` checks held: its files of other kinds of
+    ours, what each is and what takes it (`skipped_note`), or where it looked."""
+    if not left_out:
+        return (
+            "a folder is searched for *.yaml and *.yml pipeline files and pack.yaml pack manifests"
+        )
+    named = ", ".join(kind_taken(display_name(path), kind) for path, kind in left_out[:3])
+    more = f", and {len(left_out) - 3} more (--verbose names each)" if len(left_out) > 3 else ""
+    return f"it holds only files of other kinds, skipped: {named}{more}"
 
 
 class CheckedFiles(Record):
@@ -161,6 +216,7 @@ def check_paths(
     files = _files_and_kinds(paths, only_pipelines=only_pipelines, skipped=skipped)
     diagnostics: list[Diagnostic] = []
     sources: dict[str, str] = {}
+    named = {Path(raw) for raw in paths if not Path(raw).is_dir()}
     for path, kind in files:
         name = display_name(path)
         if kind != PIPELINE:
@@ -174,6 +230,8 @@ def check_paths(
                 sources[name] = path.read_bytes().decode("utf-8", errors="replace")
             continue
         checked = check_pipeline(path, display=name, roots=roots, env=env)
+        if not checked.ok and checked.document is not None and path in named:
+            refuse_other_kind(checked.document, PIPELINE)  # as `run` does: CD818, exit 3
         diagnostics.extend(checked.diagnostics)
         if checked.document is not None:
             sources[name] = checked.document.text
@@ -181,9 +239,7 @@ def check_paths(
             with contextlib.suppress(OSError, ReadRefused):
                 sources[name] = read_bytes(path, "pipeline").decode("utf-8", errors="replace")
     walked = tuple(p for p, _ in files)
-    return CheckedFiles(
-        walked, tuple(best_first(diagnostics)), sources, tuple(dict(skipped).items())
-    )
+    return CheckedFiles(walked, tuple(best_first(diagnostics)), sources, tuple(_once(skipped)))
 
 
 def _evaluation_diagnostics(

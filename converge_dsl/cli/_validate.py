@@ -9,7 +9,12 @@ error (how many of each kind; under `--verbose`, each file and what takes it), o
 load as a mapping with neither `apiVersion` nor `kind` (not a converge-dsl file: a CI
 workflow); a file that does not load, or has `apiVersion` and no or a misspelled
 `kind`, is validated (so its errors are reported). A folder with no pipeline file is a
-usage error (`converge_dsl.cli._discovery.pipeline_files`). Packs are read from the
+usage error (`converge_dsl.cli._discovery.pipeline_files`), whose hint names the files
+of other kinds it skipped. A walk enters no hidden folder (`.git`, `.venv`), virtual
+environment (a folder holding `pyvenv.cfg`) or `node_modules`, follows no link to a
+folder, and checks a file reached twice (a link beside it) once. A file named directly
+that says another kind of ours than those checked (a pipeline test, a model script) is
+refused as `run` refuses it (CD818, exit 3). Packs are read from the
 pack cache only (`converge-dsl pack fetch` fills it).
 Files a pipeline names must lie inside its folder, or a folder allowed with
 `--allow-root DIR` (repeatable) or `CONVERGE_DSL_ALLOW_ROOTS`.

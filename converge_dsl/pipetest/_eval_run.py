@@ -240,8 +240,7 @@ def _run_one(
             )
         )
     aggregates = tuple(_aggregate(m, scored, confusion[m.name]) for m in evaluation.metrics)
-    failed = sum(case.failed_expectation is not None for case in scored)
-    overall = _overall(aggregates, failed)
+    overall = _overall(evaluation.metrics, scored)
     return EvalResult(
         evaluation.display,
         tuple(scored),
@@ -449,15 +448,25 @@ def _count(
     counter[(str(wanted), str(found[0]) if found else "(none)")] += 1
 
 
-def _overall(aggregates: Sequence[Aggregate], failed: int) -> float:
-    """The mean of the metrics' means, each counting the `failed` cases that failed their
-    expectation as scoring 0 (a case's mean, `CaseScores.mean`): no metric scores such a
-    case, and an evaluation whose one failure it is must not read 1.000."""
-    if not aggregates:
+def _overall(metrics: Sequence[Metric], cases: Sequence[CaseScores]) -> float:
+    """The mean of the metrics' means, each counting a case that failed its expectation
+    as one 0 (a case's mean, `CaseScores.mean`): the 0 replaces the metric's score for
+    the case, or is added when the metric did not score it. An evaluation whose one
+    failure it is must not read 1.000, nor count the failure twice where a metric
+    scored it already."""
+    failed = any(case.failed_expectation is not None for case in cases)
+    if not metrics:
         return 0.0 if failed else 1.0
-    means = [
-        a.mean * a.cases / (a.cases + failed) if a.cases + failed else a.mean for a in aggregates
-    ]
+    means = []
+    for metric in metrics:
+        values: list[float] = []
+        for case in cases:
+            given = case.scores.get(metric.name)
+            if case.failed_expectation is not None:
+                values.append(0.0)
+            elif given is not None:
+                values.append(given)
+        means.append(sum(values) / len(values) if values else 1.0)
     return sum(means) / len(means)
 
 

@@ -332,6 +332,34 @@ def test_a_case_expecting_a_refusal_that_runs_fails_the_evaluation(
     assert 'message="1 case(s) failed their expectation"' in out
 
 
+def test_a_failed_expectation_a_metric_scored_counts_once_in_the_overall(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The `usage_error` metric scores the probe that converged (0) and the case refused
+    # (1): its mean is 0.500 over 2 cases, and so is the overall. The probe's 0 was
+    # counted again as a case no metric scored: 0.333.
+    cases = (
+        '{"name": "probe", "inputs": {"ticket": "charged twice"}, '
+        '"expected": {"stop_reason": "usage_error"}}\n'
+        '{"name": "real", "inputs": {"nope": "x"}, "expected": {"stop_reason": "usage_error"}}\n'
+    )
+    path = _probes(tmp_path, cases)
+    path.write_text(
+        "apiVersion: converge-dsl/v1\nkind: Evaluation\npipeline: classify.yaml\n"
+        "dataset: cases.jsonl\nmetrics:\n"
+        "  - name: refused\n    stop_reason: {equals: usage_error}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = cli("eval", "e.eval.yaml", "--no-timings")
+    assert code == 1
+    assert "  ok   refused: 0.500 [0.095, 0.905] over 2 cases\n" in out
+    assert out.endswith("overall: 0.500: FAILED (1 case(s) failed their expectation)\n")
+    code, out, _ = cli("eval", "e.eval.yaml", "--format", "json")
+    assert json.loads(out)["overall"] == 0.5
+    code, out, _ = cli("eval", "e.eval.yaml", "--format", "html")
+    assert '"overall":0.5,' in out
+
+
 def test_a_case_expecting_a_refusal_whose_run_failed_scores_0(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
