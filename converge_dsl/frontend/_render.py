@@ -118,16 +118,11 @@ def terminal_safe(text: str) -> str:
     return re.sub(UNSHOWN, escaped, text)  # compiled on first use: `re` caches it
 
 
-def _visible(text: str) -> str:
-    """`text` of a source line with each `HIDDEN` character escaped (`escaped`): a superset
-    of `terminal_safe`'s, so a line cannot show other text than its file holds."""
-    return re.sub(HIDDEN, escaped, text)
-
-
 def _excerpt(line: str, start: int, end: int) -> tuple[str, int, int]:
     """The shown part of source `line` marked from index `start` to `end` (0-based, exclusive).
 
-    Returns the text (escaped by `_visible`, cut to `EXCERPT_WIDTH` columns shown around
+    Returns the text (each `HIDDEN` character escaped, `_units`, so a line cannot show
+    other text than its file holds; cut to `EXCERPT_WIDTH` columns shown around
     the mark, at a character's or an escape's edge, with `…` where cut), the caret's
     offset in it and the underline width, both in the columns a terminal gives them
     (`_columns`: a CJK character or an emoji two, a combining mark none).
